@@ -1,0 +1,22 @@
+"""Typed errors raised by privbayes."""
+
+from __future__ import annotations
+
+
+class PrivBayesError(Exception):
+    """Base class of every error privbayes raises on purpose."""
+
+
+class InfeasiblePrivacyError(PrivBayesError, ValueError):
+    """The requested (lam, eps) cannot be certified by the chosen mechanism.
+
+    ``reachable`` describes what can be reached instead (a dict, public values only).
+    """
+
+    def __init__(self, message: str, *, reachable: dict | None = None) -> None:
+        super().__init__(message)
+        self.reachable = dict(reachable or {})
+
+
+class BudgetExceededError(PrivBayesError):
+    """A charge would exceed a privacy budget (used by the ledger)."""

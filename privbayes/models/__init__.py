@@ -1,0 +1,6 @@
+"""Models: one module each, holding its prior, update, boundary pairs and RDP bound."""
+
+from .beta_bernoulli import BetaBernoulli
+from .dirichlet_categorical import DirichletCategorical
+
+__all__ = ["BetaBernoulli", "DirichletCategorical"]

@@ -1,0 +1,207 @@
+"""What Beta-Bernoulli and Dirichlet-Categorical share: a Dirichlet posterior over K
+categories, its certified RDP curve over the boundary pairs, calibration, exact sampling.
+
+Certified eps (public inputs only). The mechanism samples Dir(alpha/m + r*c) for the
+count vector c (sum n). A neighbour moves one record from category i to j. Only
+coordinates i and j change, and the totals agree, so
+
+    D_lam = U_i(c_i) + V_j(c_j),
+    U_i(c) = T(alpha_i/m + r(c-1), +r, lam),  V_j(c) = T(alpha_j/m + r(c+1), -r, lam),
+
+with T the second difference of log-gamma in :mod:`privbayes.divergence`. Each of U and V
+is convex in its count, so the sup over the polytope {c_i >= 1, c_j >= 0, c_i + c_j <= n}
+sits at a vertex: (1, 0), (n, 0), (1, n-1) (for K = 2 the segment c_i + c_j = n:
+(1, n-1), (n, 0)). Proof: docs/boundary.md. Tests compare it with brute force.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import mechanisms
+from ..calibration import Calibration, solve_knob
+from ..divergence import _second_difference, _second_difference_1
+from ..errors import InfeasiblePrivacyError
+from ..sampling.conjugate import sample_dirichlet_log
+from ..validation import check_unit_knob
+
+_SCALAR_MAX_K = 4  # up to this many categories the scalar path is faster
+_SLOPE = {"diffused": 2.0, "concentrated": 1.0}
+
+
+def _check_orders(orders) -> np.ndarray:
+    arr = np.asarray(orders, dtype=float)
+    if np.isnan(arr).any() or (arr < 1).any():
+        raise ValueError(f"orders must be >= 1 (1 = KL) or inf; got {orders!r}")
+    return arr
+
+
+class DirichletFamily:
+    """Base of the conjugate models whose posterior is a Dirichlet over K categories."""
+
+    _alpha: np.ndarray  # prior concentrations, shape (K,)
+
+    # -- public facts --------------------------------------------------------------
+    @property
+    def K(self) -> int:
+        """Number of categories."""
+        return int(self._alpha.size)
+
+    def direct_order_limit(self) -> float:
+        """Orders lam < 1 + min(alpha) are the ones direct sampling certifies (Corollary 1)."""
+        return 1.0 + float(self._alpha.min())
+
+    def rdp(
+        self, n, orders, r: float = 1.0, m: float = 1.0, method: str | None = None
+    ) -> np.ndarray:
+        """Certified RDP curve: sup over neighbouring data sets of size n of D_lam.
+
+        Parameters
+        ----------
+        n : int >= 0 (public). orders : scalar or array, >= 1 or inf.
+        r, m : knobs in (0, 1]; ``method`` is accepted for symmetry and ignored.
+
+        Returns an array shaped like ``orders`` (nats); inf where unbounded (always at
+        lam = inf when n >= 1, and for lam >= 1 + min(alpha)/(r/m)... see docs).
+        """
+        from ..validation import check_n
+
+        n = check_n(n)
+        r = check_unit_knob(r, "r")
+        m = check_unit_knob(m, "m")
+        orders = _check_orders(orders)
+        if n == 0:
+            return np.zeros(orders.shape)
+        flat = orders.ravel()
+        out = np.full(flat.shape, np.inf)
+        fin = np.isfinite(flat)
+        if fin.any():
+            out[fin] = self._boundary_sup(n, flat[fin], r, m)[0]
+        return out.reshape(orders.shape)
+
+    # -- the boundary sup -----------------------------------------------------------
+    def _vertex_terms(self, n: int, lam: np.ndarray, r: float, m: float) -> np.ndarray:
+        """U(1), U(n), V(0), V(n-1) for every category: shape (len(lam), 4, K)."""
+        a = self._alpha / m
+        x = np.concatenate([a, a + r * (n - 1), a + r, a + r * n])
+        h = np.concatenate([np.full(2 * a.size, r), np.full(2 * a.size, -r)])
+        t = _second_difference(x[None, :], h[None, :], lam[:, None])
+        return t.reshape(lam.size, 4, a.size)
+
+    def _boundary_sup(self, n: int, lam: np.ndarray, r: float, m: float):
+        """(sup over boundary pairs (L,), index of the worst (vertex, i, j) per order)."""
+        t = self._vertex_terms(n, lam, r, m)
+        named = {"1": t[:, 0], "n": t[:, 1], "0": t[:, 2], "n-1": t[:, 3]}
+        verts = [(named[a], named[b]) for a, b in self._vertices()]
+        k = self.K
+        mats = np.stack([u[:, :, None] + v[:, None, :] for u, v in verts], axis=1)
+        mats[:, :, np.arange(k), np.arange(k)] = -np.inf  # a record moves to another category
+        flat = mats.reshape(lam.size, -1)
+        best = flat.argmax(axis=1)
+        return flat[np.arange(lam.size), best], best
+
+    def _pair_from_index(self, n: int, index: int) -> dict:
+        """The hypothetical count vectors of the boundary pair number ``index``."""
+        k = self.K
+        vert, rest = divmod(index, k * k)
+        i, j = divmod(rest, k)
+        ci, cj = self._vertices()[vert]
+        ci, cj = (1 if ci == "1" else n), (0 if cj == "0" else n - 1)
+        counts = np.zeros(k, dtype=int)
+        counts[i], counts[j] = ci, cj
+        if n - ci - cj:
+            counts[next(c for c in range(k) if c not in (i, j))] = n - ci - cj
+        neighbour = counts.copy()
+        neighbour[i] -= 1
+        neighbour[j] += 1
+        return {"counts": counts.tolist(), "neighbour_counts": neighbour.tolist(), "moved": (i, j)}
+
+    def _vertices(self) -> list[tuple[str, str]]:
+        """Vertex (c_i, c_j) of the pair polytope, as names of the U and V terms."""
+        if self.K == 2:
+            return [("1", "n-1"), ("n", "0")]
+        return [("1", "0"), ("n", "0"), ("1", "n-1")]
+
+    # -- calibration --------------------------------------------------------------
+    def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
+        method = mechanisms.check_method(method)
+        if n == 0:
+            return Calibration(method, 1.0, 1.0, lam, 0.0, eps, 0, None, 0, self)
+        a_min = float(self._alpha.min())
+        if math.isinf(lam):
+            raise InfeasiblePrivacyError(
+                "no finite eps exists at lam=inf for any r, m > 0: moving one record into a "
+                "category with no records makes the density ratio unbounded; choose a finite lam",
+                reachable={"lam": "finite"},
+            )
+        if eps == 0:
+            raise InfeasiblePrivacyError(
+                "eps=0 needs a release that ignores the data (r = 0): sample from the prior "
+                "instead, or ask for eps > 0",
+                reachable={"eps": "> 0"},
+            )
+        # sup is finite iff alpha_min / m > r (lam - 1)
+        cap = a_min / (lam - 1.0)
+        if method == "direct":
+            if cap <= 1.0:
+                raise InfeasiblePrivacyError(
+                    f"direct sampling is RDP at order lam only for lam < 1 + min(alpha) = "
+                    f"{1 + a_min:g} (paper Corollary 1); got lam={lam:g}. Use method='diffused' "
+                    "or 'concentrated', or a smaller lam",
+                    reachable={"max_lam": 1 + a_min},
+                )
+            achieved, worst = self._eps_at(n, lam, 1.0, 1.0)
+            if achieved > eps:
+                raise InfeasiblePrivacyError(
+                    f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}, above "
+                    f"the requested eps={eps:g}; ask for eps >= {achieved:.6g} or use "
+                    "method='diffused' or 'concentrated'",
+                    reachable={"min_eps": achieved},
+                )
+            knob, evals = 1.0, 1
+        else:
+            worst_at: dict[float, int] = {}
+
+            def eps_of(value: float) -> float:
+                sup, worst_at[value] = self._eps_at(n, lam, *mechanisms.knobs(method, value))
+                return sup
+
+            knob, achieved, evals = solve_knob(
+                eps_of, eps, cap, _SLOPE[method], mechanisms.KNOB[method]
+            )
+            worst = worst_at[knob]
+        r, m = mechanisms.knobs(method, knob)
+        pair = self._pair_from_index(n, worst)
+        return Calibration(method, r, m, lam, achieved, eps, n, pair, evals, self)
+
+    def _eps_at(self, n: int, lam: float, r: float, m: float) -> tuple[float, int]:
+        """(certified sup at one order, index of the worst pair): the calibrator's loop."""
+        if self.K > _SCALAR_MAX_K:
+            sup, best = self._boundary_sup(n, np.array([lam]), r, m)
+            return float(sup[0]), int(best[0])
+        # Same vertices as _boundary_sup, in plain Python floats (numpy's per-call
+        # overhead dominates for a few numbers); tests check the two agree.
+        t = _second_difference_1
+        a = [float(v) / m for v in self._alpha]
+        named = {
+            "1": [t(ai, r, lam) for ai in a],
+            "n": [t(ai + r * (n - 1), r, lam) for ai in a],
+            "0": [t(ai + r, -r, lam) for ai in a],
+            "n-1": [t(ai + r * n, -r, lam) for ai in a],
+        }
+        k = self.K
+        return max(
+            (named[cu][i] + named[cv][j], (v * k + i) * k + j)
+            for v, (cu, cv) in enumerate(self._vertices())
+            for i in range(k)
+            for j in range(k)
+            if i != j
+        )
+
+    # -- release ------------------------------------------------------------------
+    def _posterior_log_draw(self, counts: np.ndarray, cal: Calibration, rng, size=None):
+        """Log of a draw from Dir(alpha/m + r*counts): private, never stored on a result."""
+        params = self._alpha / cal.m + cal.r * counts
+        return sample_dirichlet_log(params, rng, size)

@@ -1,0 +1,144 @@
+"""The release flow: data -> validation -> statistics -> one posterior draw -> PrivateSample.
+
+The sufficient statistics and the exact posterior stay inside these functions; the
+returned object holds the draw and the certificate only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .calibration import Calibration
+from .mechanisms import check_method
+from .models import BetaBernoulli
+from .validation import as_numeric_array, check_eps, check_lam, resolve_rng
+
+__all__ = ["PrivateSample", "sample", "release_query"]
+
+
+@dataclass(frozen=True)
+class PrivateSample:
+    """One private release and its certificate.
+
+    Attributes
+    ----------
+    value : the released draw — a float theta for Beta-Bernoulli and queries, a
+        probability vector of shape (K,) for Dirichlet-Categorical.
+    log_value : log of ``value`` (exact even where ``value`` underflows to 0).
+    method, r, m, lam, n : the mechanism, its knobs, the order and the public size.
+    eps : the certified eps at ``lam`` (nats), <= the requested eps.
+    calibration : the full :class:`Calibration` (public inputs only).
+
+    No data statistic and no exact posterior is stored.
+    """
+
+    value: Any
+    log_value: Any = field(repr=False)
+    method: str
+    r: float
+    m: float
+    lam: float
+    eps: float
+    n: int
+    calibration: Calibration = field(repr=False)
+
+    def rdp(self, orders) -> np.ndarray:
+        """Certified eps of this release's mechanism at other ``orders`` (>= 1 or inf).
+
+        Returns an array shaped like ``orders``; ``inf`` where no finite bound exists.
+        Compose releases by adding curves at equal orders.
+        """
+        return self.calibration.rdp(orders)
+
+
+def _release(model, counts: np.ndarray, n: int, lam: float, eps: float, method: str, rng):
+    cal = model._calibrate(n, lam, eps, method)
+    log_p = model._posterior_log_draw(counts, cal, resolve_rng(rng))
+    value, log_value = model._value(log_p)
+    return PrivateSample(value, log_value, cal.method, cal.r, cal.m, cal.lam, cal.eps, n, cal)
+
+
+def sample(model, data, lam, eps, method: str = "diffused", *, rng=None) -> PrivateSample:
+    """Release one posterior sample with a certified (lam, eps)-RDP guarantee.
+
+    Parameters
+    ----------
+    model : BetaBernoulli or DirichletCategorical (its prior is public).
+    data : the records. BetaBernoulli: 0/1 values, shape (n,). DirichletCategorical:
+        codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K). n is public.
+    lam : float > 1 or inf, the Rényi order.
+    eps : float > 0, the privacy level at ``lam`` (nats). With n = 0 the prior is
+        released and the certified eps is 0.
+    method : "diffused" (default; tempers the likelihood by r), "concentrated" (prior
+        counts 1/m times) or "direct" (the plain posterior; only for lam < 1 + min(alpha)).
+    rng : None (fresh OS entropy), an int seed, or a numpy Generator.
+
+    Returns
+    -------
+    PrivateSample
+
+    Raises
+    ------
+    ValueError / TypeError naming the argument for bad data or arguments;
+    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified.
+
+    Privacy model: replace-one neighbours, n and the prior public (README, docs/privacy.md).
+    Source: paper Algorithms 1-3; calibration docs/boundary.md.
+    """
+    if not hasattr(model, "_statistics"):
+        raise TypeError(f"model must be a privbayes model; got {type(model).__name__}")
+    lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
+    counts, n = model._statistics(data)
+    return _release(model, counts, n, lam, eps, method, rng)
+
+
+def release_query(
+    values,
+    lam,
+    eps,
+    *,
+    method: str = "diffused",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    clip: bool = False,
+    rng=None,
+) -> PrivateSample:
+    """Private estimate of the mean of per-record values in [0, 1] (a statistical query).
+
+    Releases rho ~ Beta(alpha/m + r*S, beta/m + r*(n - S)) with S = sum(values), calibrated
+    over every pair of neighbouring data sets, fractional sums included (the boundary
+    reduction holds for S in [0, n]: docs/boundary.md).
+
+    Parameters
+    ----------
+    values : array_like, shape (n,), each in [0, 1]: phi(x_i) for a query phi that the
+        analyst fixed in advance. Rescale by a *public* range first.
+    lam, eps, method, rng : as in :func:`sample`.
+    alpha, beta : the Beta prior (public).
+    clip : False (default) refuses values outside [0, 1]; True clips them to [0, 1]
+        explicitly (the guarantee then holds for the clipped query).
+
+    Returns PrivateSample whose ``value`` estimates the mean of ``values``.
+    Raises ValueError naming the first offending index, InfeasiblePrivacyError.
+    Source: paper §3 (statistical queries), BACKGROUND.md §3.
+    """
+    lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
+    model = BetaBernoulli(alpha, beta)
+    arr = as_numeric_array(values, "values")
+    if arr.ndim != 1:
+        raise ValueError(f"values must be 1-D, shape (n,); got shape {arr.shape}")
+    if clip:
+        arr = np.clip(arr, 0.0, 1.0)
+    bad = np.flatnonzero((arr < 0) | (arr > 1))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"values must lie in [0, 1]; values[{i}] = {arr[i]:g} ({bad.size} outside). "
+            "Rescale by a public range, or pass clip=True to clip explicitly"
+        )
+    s = float(arr.sum())
+    counts = np.array([s, max(arr.size - s, 0.0)])
+    return _release(model, counts, int(arr.size), lam, eps, method, rng)
