@@ -16,20 +16,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 
 from .errors import InfeasiblePrivacyError
 from .validation import check_eps, check_lam, check_n
 
 __all__ = ["Calibration", "calibrate", "solve_knob"]
 
-_T_MIN = -745.0  # log of the smallest positive double
+_T_MIN = -690.0  # knobs down to ~1e-300
 _MAX_BRENT_ITER = 100
 _MAX_SAFETY_STEPS = 64
 _MAX_BRACKET_STEPS = 200
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """A certificate: the mechanism's knobs and its privacy at order ``lam``.
 
@@ -107,9 +107,14 @@ def solve_knob(
 ) -> tuple[float, float, int]:
     """Largest knob in (0, 1] with ``eps_of(knob) <= eps``; returns (knob, eps_of(knob), evals).
 
-    ``eps_of`` must be finite on (0, cap) and increasing (checked numerically for the
-    conjugate models, BACKGROUND.md §3); ``slope`` is d log eps / d log knob for small knobs,
-    used only to find a lower bracket quickly. Within 1e-12 relative of the true root.
+    ``eps_of`` must be finite on (0, cap), where it grows from 0 (checked numerically for
+    the conjugate models, BACKGROUND.md §3) and, when cap <= 1, blows up like
+    -log(cap - knob) at the cap. ``slope`` is d log eps / d log knob for small knobs.
+
+    We search in w with knob = e^w (cap > 1) or knob = cap * expit(w) (cap <= 1): log eps is
+    close to linear in w at both ends, so secant steps bracket the root in two or three
+    evaluations and Brent's method finishes in a few more. The returned knob is within
+    1e-12 relative of the root and its recomputed eps is <= ``eps``.
     """
     memo: dict[float, float] = {}  # Brent re-evaluates its bracket ends
 
@@ -118,49 +123,60 @@ def solve_knob(
             memo[knob] = float(eps_of(knob))
         return memo[knob]
 
-    hi = 1.0 if cap > 1.0 else cap * (1.0 - 2.0**-40)
+    if cap > 1.0:
+        to_knob, w_hi = math.exp, 0.0
+    else:
+
+        def to_knob(w: float) -> float:
+            return cap * special.expit(w)
+
+        w_hi = 40.0 * math.log(2.0)  # knob = cap * (1 - 2^-40)
+    hi = to_knob(w_hi)
     e_hi = ev(hi)
     if e_hi <= eps:
         return hi, e_hi, len(memo)
 
     log_eps = math.log(eps)
 
-    def f(t: float) -> float:
-        e = ev(math.exp(t))
+    def f(w: float) -> float:
+        e = ev(to_knob(w))
         return (math.log(e) if e > 0 else _T_MIN) - log_eps
 
-    # Bracket the root with secant steps in log-log space. Steps after the first overshoot
-    # by half, so consecutive points fall on either side of the root: a tight bracket.
-    t_prev, f_prev = math.log(hi), math.log(e_hi) - log_eps
-    lo, up = None, (t_prev, f_prev)  # best points with f <= 0 and f > 0
-    s, t, steps = slope, t_prev - f_prev / slope, 0
+    # Probe the middle of the range first (far from the cap's singularity), then take
+    # power-law and secant steps in w; those after the second overshoot by half, so
+    # consecutive points fall on either side of the root and the bracket is tight.
+    w_prev, f_prev = w_hi, math.log(e_hi) - log_eps
+    lo, up = None, (w_prev, f_prev)  # best points with f <= 0 and f > 0
+    w, steps = (0.0 if cap <= 1.0 else -math.log(2.0)), 0
     while steps < _MAX_BRACKET_STEPS:
         steps += 1
-        t = max(t, _T_MIN)
-        f_t = f(t)
-        if f_t <= 0:
-            lo = (t, f_t) if lo is None or t > lo[0] else lo
+        w = max(w, _T_MIN)
+        f_w = f(w)
+        if f_w <= 0:
+            lo = (w, f_w) if lo is None or w > lo[0] else lo
         else:
-            up = (t, f_t) if t < up[0] else up
-            if t <= _T_MIN:
+            up = (w, f_w) if w < up[0] else up
+            if w <= _T_MIN:
+                floor = ev(to_knob(_T_MIN))
                 raise InfeasiblePrivacyError(
-                    f"eps={eps:g} is below what any {knob_name} >= 1e-323 certifies "
-                    f"({ev(math.exp(_T_MIN)):g}); ask for a larger eps",
-                    reachable={"min_eps": ev(math.exp(_T_MIN))},
+                    f"eps={eps:g} is below what any {knob_name} >= 1e-300 certifies "
+                    f"({floor:g}); ask for a larger eps",
+                    reachable={"min_eps": floor},
                 )
-        if lo is not None and (steps > 1 or f_t == 0) and (f_t <= 0) != (f_prev <= 0):
+        if f_w == 0 or (steps > 1 and (f_w <= 0) != (f_prev <= 0)):
             break
-        if t != t_prev:
-            s = min(max((f_t - f_prev) / (t - t_prev), slope / 4), 4 * slope)
-        t_prev, f_prev, t = t, f_t, t - (1.5 if steps > 0 else 1.0) * f_t / s
+        s = slope
+        if steps > 1 and w != w_prev:
+            s = min(max((f_w - f_prev) / (w - w_prev), slope * 1e-3), 10 * slope)
+        w_prev, f_prev, w = w, f_w, w - (1.5 if steps > 1 else 1.0) * f_w / s
     if lo is None:
         raise RuntimeError("calibration found no bracket; please report this as a bug")
-    t = lo[0]
+    w = lo[0]
     if lo[1] != 0:
-        t = optimize.brentq(
-            f, lo[0], up[0], xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=_MAX_BRENT_ITER
+        w = optimize.brentq(
+            f, lo[0], up[0], xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=_MAX_BRENT_ITER
         )
-    knob = min(math.exp(t), hi)
+    knob = min(to_knob(w), hi)
     achieved = ev(knob)
     # Brent returns the better end of its bracket, which may sit above the root.
     for k in range(_MAX_SAFETY_STEPS):
@@ -168,5 +184,5 @@ def solve_knob(
             return knob, achieved, len(memo)
         knob *= 1.0 - 2.0 ** (k - 52)
         achieved = ev(knob)
-    knob = math.exp(lo[0])  # the bracket's safe end; always certified
+    knob = to_knob(lo[0])  # the bracket's safe end; always certified
     return knob, ev(knob), len(memo)

@@ -152,13 +152,27 @@ def _second_difference_1(x: float, h: float, lam: float) -> float:
         return h * (_dlgamma_quot_1(x + h, (lam - 1.0) * h) - _dlgamma_quot_1(x, h))
     t = h / x
     lt = lam * t
+    kmax = _n_terms(rho)
+    if kmax > 6:  # one vectorised zeta call beats many scalar ones
+        k = _KS[: kmax - 1]
+        g = np.cumsum((1.0 / lam) ** (k - 2))  # g_k / lam^(k-2) = sum_{i<=k-2} lam^-i
+        if x < 1.0:
+            z = 1.0 + x**k * _zeta(k, x + 1.0)
+        else:
+            with np.errstate(divide="ignore"):
+                z = np.exp(np.log(_zeta(k, x)) + k * math.log(x))
+        return float((_SIGNS[: kmax - 1] * z * lt ** (k - 1) * t * g / k).sum())
     inv = 1.0 / lam
     acc, g, p = 0.0, 0.0, 1.0
-    for k in range(2, _n_terms(rho) + 1):  # terms shrink like rho**k: sum big to small
-        g += p  # g_k / lam^(k-2) = sum_{i <= k-2} lam^-i
+    for k in range(2, kmax + 1):
+        g += p
         p *= inv
         acc += (-1.0) ** k * _zeta_scaled_1(k, x) * lt ** (k - 1) * t * g / k
     return acc
+
+
+_KS = np.arange(2.0, 64.0)
+_SIGNS = (-1.0) ** _KS
 
 
 def _zeta_scaled_1(k: int, y: float) -> float:

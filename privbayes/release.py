@@ -19,7 +19,7 @@ from .validation import as_numeric_array, check_eps, check_lam, resolve_rng
 __all__ = ["PrivateSample", "sample", "release_query"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PrivateSample:
     """One private release and its certificate.
 

@@ -9,7 +9,6 @@ and normalise with log-sum-exp.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 
 def _log_gamma_variates(shape_params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -37,7 +36,13 @@ def sample_dirichlet_log(params, rng: np.random.Generator, size: int | None = No
     params = np.asarray(params, dtype=float)
     shape = params.shape if size is None else (int(size),) + params.shape
     log_g = _log_gamma_variates(np.broadcast_to(params, shape), rng)
-    return log_g - logsumexp(log_g, axis=-1, keepdims=True)
+    # Normalise about the largest variate: its log-probability is -log1p(sum of the
+    # others' ratios), which keeps values like -1e-22 that a plain log-sum-exp rounds to 0.
+    top = log_g.argmax(axis=-1)[..., None]
+    rel = log_g - np.take_along_axis(log_g, top, axis=-1)
+    ratios = np.exp(rel)
+    np.put_along_axis(ratios, top, 0.0, axis=-1)  # leave the top's own 1 out of the sum
+    return rel - np.log1p(ratios.sum(axis=-1, keepdims=True))
 
 
 def simplex_from_log(log_p: np.ndarray) -> np.ndarray:

@@ -1,0 +1,82 @@
+"""Calibrations per second, privbayes vs a 500-step bisection baseline, same process.
+
+The baseline is the paper's procedure (§3: "a binary search over (0, 1]", evaluating the
+boundary pairs at each candidate) with 500 halvings, using the same certified sup as
+privbayes, so the ratio measures the search. Precision: both knobs must certify eps <=
+target; we print their relative difference.
+
+    .venv/bin/python benchmarks/calibration.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from privbayes import BetaBernoulli, DirichletCategorical, calibrate
+from privbayes.mechanisms import knobs
+
+N = 10**6
+SETTINGS = [(2.0, 0.1), (2.0, 1.0), (10.0, 1.0), (1.5, 1e-3)]
+
+
+def bisection(model, n, lam, eps, method, steps=500):
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if model._eps_at(n, lam, *knobs(method, mid))[0] <= eps:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def per_call(fn, min_time):
+    count, start = 0, time.perf_counter()
+    while True:
+        fn()
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return elapsed / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="shorter timing windows")
+    args = parser.parse_args()
+    window = 0.05 if args.quick else 0.3
+    models = [
+        ("Beta-Bernoulli", BetaBernoulli(1.0, 1.0)),
+        ("Dirichlet K=3", DirichletCategorical(np.ones(3))),
+        ("Dirichlet K=10", DirichletCategorical(np.ones(10))),
+        ("Dirichlet K=50", DirichletCategorical(np.ones(50))),
+    ]
+    print(f"n = {N:,}; settings (lam, eps) = {SETTINGS}; medians over settings and methods")
+    head = f"{'model':<16}{'privbayes ms':>13}{'worst ms':>9}{'calib/s':>9}{'bisect-500 ms':>15}"
+    head += f"{'ratio':>7}"
+    print(head + f"{'max rel diff':>14}{'both safe':>11}")
+    for name, model in models:
+        ours, base, diffs, safe = [], [], [], True
+        for method in ("diffused", "concentrated"):
+            for lam, eps in SETTINGS:
+                cal = calibrate(model, N, lam, eps, method)
+                ours.append(per_call(lambda: calibrate(model, N, lam, eps, method), window))
+                t0 = time.perf_counter()
+                knob_b = bisection(model, N, lam, eps, method)
+                base.append(time.perf_counter() - t0)
+                knob = cal.r if method == "diffused" else cal.m
+                diffs.append(abs(knob - knob_b) / knob_b)
+                safe &= cal.eps <= eps
+                safe &= model._eps_at(N, lam, *knobs(method, knob_b))[0] <= eps
+        o, b = statistics.median(ours), statistics.median(base)
+        print(f"{name:<16}{o * 1e3:>13.3f}{max(ours) * 1e3:>9.3f}{1 / o:>9.0f}{b * 1e3:>15.1f}"
+              f"{b / o:>7.0f}"
+              f"{max(diffs):>14.1e}{'yes' if safe else 'NO':>11}")
+
+
+if __name__ == "__main__":
+    main()

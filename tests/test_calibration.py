@@ -1,0 +1,159 @@
+"""Calibration: safe side always, tight to the root, bounded, typed errors when infeasible."""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import privbayes as pb
+from privbayes import BetaBernoulli, DirichletCategorical, InfeasiblePrivacyError, calibrate
+
+models = st.one_of(
+    st.builds(
+        BetaBernoulli,
+        st.floats(0.05, 20.0),
+        st.floats(0.05, 20.0),
+    ),
+    st.lists(st.floats(0.05, 20.0), min_size=3, max_size=6).map(DirichletCategorical),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=models,
+    n=st.integers(1, 10**7),
+    lam=st.floats(1.01, 200.0),
+    eps=st.floats(1e-6, 20.0),
+    method=st.sampled_from(["diffused", "concentrated"]),
+)
+def test_certified_eps_never_exceeds_target_and_knob_is_tight(model, n, lam, eps, method):
+    cal = calibrate(model, n, lam, eps, method)
+    knob = cal.r if method == "diffused" else cal.m
+    other = cal.m if method == "diffused" else cal.r
+    assert other == 1.0 and 0 < knob <= 1
+    # recompute independently of the calibrator: the array path over the same boundary
+    recomputed = float(model.rdp(n, lam, r=cal.r, m=cal.m))
+    assert cal.eps <= eps and recomputed <= eps * (1 + 1e-10)
+    assert cal.iterations <= 60
+    if knob < 1.0:  # a knob 1e-9 larger must break the target: within 1e-9 of the root
+        bigger = knob * (1 + 1e-9)
+        r, m = (bigger, 1.0) if method == "diffused" else (1.0, bigger)
+        assert float(model.rdp(n, lam, r=r, m=m)) > eps
+    else:
+        assert float(model.rdp(n, lam)) <= eps
+
+
+@pytest.mark.parametrize("method", ["diffused", "concentrated"])
+def test_eps_is_increasing_in_the_knob(method):
+    """BACKGROUND.md: monotone in r and m, checked numerically (not proven)."""
+    knobs = np.geomspace(1e-6, 1.0, 200)
+    for model in [BetaBernoulli(0.3, 4.0), DirichletCategorical([0.5, 1.0, 7.0])]:
+        for n in [1, 7, 1000]:
+            for lam in [1.2, 2.0, 8.0]:
+                curve = [
+                    float(model.rdp(n, lam, r=k, m=1.0))
+                    if method == "diffused"
+                    else float(model.rdp(n, lam, r=1.0, m=k))
+                    for k in knobs
+                ]
+                finite = np.isfinite(curve)
+                assert (np.diff(np.asarray(curve)[finite]) > 0).all()
+
+
+def test_matches_a_long_bisection_baseline():
+    model = BetaBernoulli(1.0, 1.0)
+    n, lam, eps = 10**6, 2.0, 0.1
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if model.rdp(n, lam, r=mid) <= eps else (lo, mid)
+    assert calibrate(model, n, lam, eps).r == pytest.approx(lo, rel=1e-12)
+
+
+def test_direct_method():
+    model = BetaBernoulli(2.0, 3.0)
+    cal = calibrate(model, 100, 2.5, 10.0, "direct")
+    assert (cal.r, cal.m) == (1.0, 1.0) and 0 < cal.eps <= 10.0
+    with pytest.raises(InfeasiblePrivacyError, match=r"lam < 1 \+ min\(alpha\) = 3") as err:
+        calibrate(model, 100, 3.0, 10.0, "direct")
+    assert isinstance(err.value, ValueError) and err.value.reachable["max_lam"] == 3.0
+    with pytest.raises(InfeasiblePrivacyError, match="ask for eps >=") as err:
+        calibrate(model, 100, 2.5, 1e-3, "direct")
+    assert err.value.reachable["min_eps"] == pytest.approx(cal.eps)
+
+
+def test_infinite_order_and_zero_eps_are_infeasible():
+    with pytest.raises(InfeasiblePrivacyError, match="lam=inf"):
+        calibrate(BetaBernoulli(), 10, math.inf, 1.0)
+    with pytest.raises(InfeasiblePrivacyError, match="eps=0"):
+        calibrate(BetaBernoulli(), 10, 2.0, 0.0)
+
+
+def test_n_zero_releases_the_prior_with_eps_zero():
+    cal = calibrate(DirichletCategorical([1, 2]), 0, 2.0, 0.5, "concentrated")
+    assert cal.eps == 0.0 and cal.pair is None
+    assert cal.rdp([1.5, np.inf]).tolist() == [0.0, 0.0]
+
+
+def test_knob_capped_at_one_when_target_is_loose():
+    cal = calibrate(BetaBernoulli(5, 5), 1000, 2.0, 5.0, "diffused")
+    assert cal.r == 1.0 and cal.eps < 5.0
+
+
+def test_near_the_singular_order_the_knob_sits_below_the_cap():
+    # lam = 60, alpha = 1: finite only for r < 1/59; eps=5 is loose there
+    cal = calibrate(BetaBernoulli(), 1000, 60.0, 5.0, "diffused")
+    assert cal.r < 1 / 59 and cal.r == pytest.approx(1 / 59, rel=1e-11) and cal.eps <= 5.0
+
+
+def test_tiny_eps_and_near_one_order():
+    for lam, eps in [(1 + 1e-9, 1e-3), (1.000001, 1e-12), (1e4, 1e-8)]:
+        cal = calibrate(BetaBernoulli(), 10**6, lam, eps, "concentrated")
+        assert 0 < cal.eps <= eps
+
+
+def test_calibration_uses_only_public_inputs():
+    params = list(inspect.signature(pb.calibrate).parameters)
+    assert params == ["model", "n", "lam", "eps", "method"]
+    # two different data sets of the same size get the same mechanism
+    a = pb.sample(BetaBernoulli(), np.zeros(50), 2.0, 0.5, rng=1)
+    b = pb.sample(BetaBernoulli(), np.ones(50), 2.0, 0.5, rng=1)
+    assert (a.r, a.m, a.eps) == (b.r, b.m, b.eps)
+    assert a.calibration.pair == b.calibration.pair
+
+
+def test_worst_pair_reported():
+    cal = calibrate(BetaBernoulli(0.5, 3.0), 20, 2.0, 0.5)
+    assert sum(cal.pair["counts"]) == 20 and sum(cal.pair["neighbour_counts"]) == 20
+    # the small prior pseudo-count (alpha=0.5, the ones) is the exposed side
+    assert cal.pair["counts"][0] in (0, 1) and cal.pair["neighbour_counts"][0] in (0, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"n": -1}, ValueError, "n must be"),
+        ({"n": 2.5}, TypeError, "n must be"),
+        ({"lam": 1.0}, ValueError, "lam must be > 1"),
+        ({"lam": 0.5}, ValueError, "lam must be > 1"),
+        ({"lam": float("nan")}, ValueError, "lam"),
+        ({"lam": "2"}, TypeError, "lam"),
+        ({"eps": -0.1}, ValueError, "eps"),
+        ({"eps": float("nan")}, ValueError, "eps"),
+        ({"eps": float("inf")}, ValueError, "eps"),
+        ({"method": "laplace"}, ValueError, "method"),
+    ],
+)
+def test_bad_arguments(kwargs, exc, match):
+    args = {"model": BetaBernoulli(), "n": 10, "lam": 2.0, "eps": 1.0, "method": "diffused"}
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        calibrate(**args)
+
+
+def test_bad_model():
+    with pytest.raises(TypeError, match="model"):
+        calibrate("beta", 10, 2.0, 1.0)

@@ -1,0 +1,184 @@
+"""sample / release_query: draws from the right posterior, no leaks, clear errors."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+import privbayes as pb
+from privbayes import BetaBernoulli, DirichletCategorical
+from privbayes.sampling.conjugate import sample_dirichlet_log, simplex_from_log
+
+
+def test_beta_bernoulli_release_fields():
+    data = np.r_[np.ones(30), np.zeros(70)]
+    rel = pb.sample(BetaBernoulli(2, 3), data, 2.0, 0.5, rng=7)
+    assert isinstance(rel.value, float) and 0 < rel.value < 1
+    assert rel.method == "diffused" and rel.m == 1.0 and 0 < rel.r < 1
+    assert rel.lam == 2.0 and rel.n == 100 and 0 < rel.eps <= 0.5
+    assert math.log(rel.value) == pytest.approx(rel.log_value)
+    np.testing.assert_allclose(rel.rdp([2.0]), [rel.eps])
+    assert rel.rdp(np.array([1.5, 3.0, np.inf])).shape == (3,)
+
+
+def test_dirichlet_release_fields_codes_and_one_hot_agree():
+    codes = np.array([0, 1, 2, 2, 1, 2])
+    a = pb.sample(DirichletCategorical([1, 1, 1]), codes, 3.0, 1.0, "concentrated", rng=3)
+    b = pb.sample(DirichletCategorical([1, 1, 1]), np.eye(3)[codes], 3.0, 1.0, "concentrated",
+                  rng=3)
+    assert a.value.shape == (3,) and a.value.sum() == pytest.approx(1.0, abs=1e-15)
+    np.testing.assert_array_equal(a.value, b.value)
+    assert a.method == "concentrated" and a.r == 1.0 and 0 < a.m < 1
+
+
+def test_draws_follow_the_mechanism_posterior():
+    """Kolmogorov-Smirnov against Beta(a/m + r k, b/m + r (n - k)) from scipy."""
+    data = np.r_[np.ones(12), np.zeros(28)]
+    rng = np.random.default_rng(11)
+    for method in ["diffused", "concentrated"]:
+        draws = [pb.sample(BetaBernoulli(2, 1), data, 2.0, 0.3, method, rng=rng)
+                 for _ in range(3000)]
+        r, m = draws[0].r, draws[0].m
+        target = stats.beta(2 / m + r * 12, 1 / m + r * 28)
+        assert stats.kstest([d.value for d in draws], target.cdf).pvalue > 1e-3
+
+
+def test_log_gamma_sampler_matches_scipy_in_log_space():
+    rng = np.random.default_rng(5)
+    for a, b in [(0.01, 0.02), (0.5, 0.3), (3.0, 5.0), (1e4, 2e4)]:
+        log_p = sample_dirichlet_log([a, b], rng, 20000)[:, 0]
+        # log of a Beta(a, b) variable: P(log X <= t) = I_{e^t}(a, b) = 1 - I_{1-e^t}(b, a),
+        # the second form resolves X within 1e-17 of 1, where tiny a, b put real mass
+        def cdf(t, a=a, b=b):
+            near_one = t > -math.log(2)
+            return np.where(near_one, special.betaincc(b, a, -np.expm1(t)),
+                            special.betainc(a, b, np.exp(t)))
+
+        assert stats.kstest(log_p, cdf).pvalue > 1e-3
+
+
+def test_tiny_concentrations_never_nan():
+    rng = np.random.default_rng(0)
+    p = simplex_from_log(sample_dirichlet_log(np.full(4, 1e-4), rng, 100000))
+    assert not np.isnan(p).any()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    # through the public API: zero counts (n = 0) releases the prior
+    rel = pb.sample(DirichletCategorical([1e-4] * 3), np.array([], dtype=int), 2.0, 1.0, rng=1)
+    assert rel.eps == 0.0 and rel.n == 0 and not np.isnan(rel.value).any()
+    assert rel.value.sum() == pytest.approx(1.0)
+    assert np.isfinite(rel.log_value).all()
+
+
+def test_all_zero_and_all_one_data():
+    for data in [np.zeros(500), np.ones(500)]:
+        rel = pb.sample(BetaBernoulli(), data, 2.0, 0.1, rng=0)
+        assert 0 < rel.value < 1 and rel.eps <= 0.1
+
+
+def test_release_carries_no_statistic_and_no_posterior():
+    data = np.r_[np.ones(17), np.zeros(4)]
+    rel = pb.sample(BetaBernoulli(), data, 2.0, 1.0, rng=0)
+    names = {f.name for f in dataclasses.fields(rel)}
+    assert names == {"value", "log_value", "method", "r", "m", "lam", "eps", "n", "calibration"}
+    assert not hasattr(rel, "__dict__")  # frozen dataclass with slots-like fields only
+    text = repr(rel) + repr(rel.calibration)
+    assert "17" not in text.replace("0.17", "")  # the count of ones appears nowhere
+    cal_fields = {f.name for f in dataclasses.fields(rel.calibration)}
+    assert "counts" not in cal_fields and "posterior" not in cal_fields
+
+
+def test_rng_handling():
+    data = np.r_[np.ones(5), np.zeros(5)]
+    same = [pb.sample(BetaBernoulli(), data, 2.0, 1.0, rng=42).value for _ in range(2)]
+    assert same[0] == same[1]
+    fresh = {pb.sample(BetaBernoulli(), data, 2.0, 1.0).value for _ in range(5)}
+    assert len(fresh) == 5  # OS entropy by default
+    gen = np.random.default_rng(1)
+    assert 0 < pb.sample(BetaBernoulli(), data, 2.0, 1.0, rng=gen).value < 1
+    with pytest.raises(TypeError, match="rng"):
+        pb.sample(BetaBernoulli(), data, 2.0, 1.0, rng="seed")
+    with pytest.raises(ValueError, match="rng"):
+        pb.sample(BetaBernoulli(), data, 2.0, 1.0, rng=-1)
+
+
+def test_release_query():
+    values = np.linspace(0, 1, 101) ** 2
+    rel = pb.release_query(values, 2.0, 0.5, rng=0)
+    assert 0 < rel.value < 1 and rel.eps <= 0.5 and rel.n == 101
+    cal = pb.calibrate(BetaBernoulli(), 101, 2.0, 0.5)
+    assert rel.r == cal.r  # same boundary as the Bernoulli case
+
+
+def test_release_query_domain_and_clip():
+    with pytest.raises(ValueError, match=r"values\[2\] = 1.5"):
+        pb.release_query([0.1, 0.2, 1.5, -3], 2.0, 0.5)
+    rel = pb.release_query([0.1, 0.2, 1.5, -3], 2.0, 0.5, clip=True, rng=0)
+    assert rel.n == 4
+    with pytest.raises(ValueError, match="values must be finite"):
+        pb.release_query([0.1, np.nan], 2.0, 0.5)
+    with pytest.raises(ValueError, match="1-D"):
+        pb.release_query([[0.1, 0.2]], 2.0, 0.5)
+
+
+@pytest.mark.parametrize(
+    "model,data,exc,match",
+    [
+        (BetaBernoulli(), [0, 1, np.nan], ValueError, r"data\[2\] = nan"),
+        (BetaBernoulli(), [0, 1, np.inf], ValueError, r"data\[2\] = inf"),
+        (BetaBernoulli(), [0, 1, 2], ValueError, r"data\[2\] = 2"),
+        (BetaBernoulli(), [0, 0.5], ValueError, r"data\[1\] = 0.5"),
+        (BetaBernoulli(), [[0, 1]], ValueError, "1-D"),
+        (BetaBernoulli(), ["a", "b"], TypeError, "dtype"),
+        (DirichletCategorical([1, 1, 1]), [0, 3], ValueError, r"0\.\.2.*data\[1\] = 3"),
+        (DirichletCategorical([1, 1, 1]), [0, -1], ValueError, r"data\[1\] = -1"),
+        (DirichletCategorical([1, 1, 1]), [0, 1.5], ValueError, r"data\[1\] = 1.5"),
+        (DirichletCategorical([1, 1, 1]), np.eye(4), ValueError, "K=3"),
+        (DirichletCategorical([1, 1, 1]), [[1, 1, 0]], ValueError, "row 0"),
+        (DirichletCategorical([1, 1, 1]), np.zeros((2, 3, 1)), ValueError, "shape"),
+    ],
+)
+def test_bad_data(model, data, exc, match):
+    with pytest.raises(exc, match=match):
+        pb.sample(model, data, 2.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "build,match",
+    [
+        (lambda: BetaBernoulli(0, 1), "alpha"),
+        (lambda: BetaBernoulli(1, -1), "beta"),
+        (lambda: BetaBernoulli(np.nan, 1), "alpha"),
+        (lambda: DirichletCategorical([1.0]), "alpha"),
+        (lambda: DirichletCategorical([1.0, 0.0, 2.0]), r"alpha\[1\] = 0"),
+        (lambda: DirichletCategorical([[1.0, 2.0]]), "alpha"),
+    ],
+)
+def test_bad_priors(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()
+
+
+@pytest.mark.parametrize(
+    "lam,eps,method,exc,match",
+    [
+        (1.0, 1.0, "diffused", ValueError, "lam"),
+        (2.0, 0.0, "diffused", ValueError, "eps=0"),
+        (2.0, -1.0, "diffused", ValueError, "eps"),
+        (2.0, float("nan"), "diffused", ValueError, "eps"),
+        (2.0, 1.0, "magic", ValueError, "method"),
+    ],
+)
+def test_bad_privacy_arguments(lam, eps, method, exc, match):
+    with pytest.raises(exc, match=match):
+        pb.sample(BetaBernoulli(), [0, 1], lam, eps, method)
+
+
+def test_r_and_m_validated_in_curves():
+    with pytest.raises(ValueError, match="r must be in"):
+        BetaBernoulli().rdp(10, 2.0, r=1.5)
+    with pytest.raises(ValueError, match="m must be in"):
+        BetaBernoulli().rdp(10, 2.0, m=0.0)
+    with pytest.raises(ValueError, match="orders"):
+        BetaBernoulli().rdp(10, 0.5)
