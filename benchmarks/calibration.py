@@ -34,10 +34,10 @@ def bisection(model, n, lam, eps, method, steps=500):
     return lo
 
 
-def per_call(fn, min_time):
+def per_call(fn, args, min_time):
     count, start = 0, time.perf_counter()
     while True:
-        fn()
+        fn(*args)
         count += 1
         elapsed = time.perf_counter() - start
         if elapsed >= min_time:
@@ -64,7 +64,7 @@ def main() -> None:
         for method in ("diffused", "concentrated"):
             for lam, eps in SETTINGS:
                 cal = calibrate(model, N, lam, eps, method)
-                ours.append(per_call(lambda: calibrate(model, N, lam, eps, method), window))
+                ours.append(per_call(calibrate, (model, N, lam, eps, method), window))
                 t0 = time.perf_counter()
                 knob_b = bisection(model, N, lam, eps, method)
                 base.append(time.perf_counter() - t0)
@@ -73,9 +73,11 @@ def main() -> None:
                 safe &= cal.eps <= eps
                 safe &= model._eps_at(N, lam, *knobs(method, knob_b))[0] <= eps
         o, b = statistics.median(ours), statistics.median(base)
-        print(f"{name:<16}{o * 1e3:>13.3f}{max(ours) * 1e3:>9.3f}{1 / o:>9.0f}{b * 1e3:>15.1f}"
-              f"{b / o:>7.0f}"
-              f"{max(diffs):>14.1e}{'yes' if safe else 'NO':>11}")
+        print(
+            f"{name:<16}{o * 1e3:>13.3f}{max(ours) * 1e3:>9.3f}{1 / o:>9.0f}{b * 1e3:>15.1f}"
+            f"{b / o:>7.0f}"
+            f"{max(diffs):>14.1e}{'yes' if safe else 'NO':>11}"
+        )
 
 
 if __name__ == "__main__":

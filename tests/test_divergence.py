@@ -63,8 +63,12 @@ def test_beta_kl_at_order_one_against_quadrature():
 def test_beta_max_divergence_against_optimisation():
     p, q = (5.0, 7.0), (4.0, 6.5)  # p - q >= 0 coordinatewise: finite
     lp, lq = stats.beta(*p).logpdf, stats.beta(*q).logpdf
-    res = optimize.minimize_scalar(lambda t: -(lp(t) - lq(t)), bounds=(1e-9, 1 - 1e-9),
-                                   method="bounded", options={"xatol": 1e-12})
+    res = optimize.minimize_scalar(
+        lambda t: -(lp(t) - lq(t)),
+        bounds=(1e-9, 1 - 1e-9),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     assert renyi_beta(*p, *q, math.inf) == pytest.approx(-res.fun, rel=1e-8)
     assert renyi_beta(4, 6, 5, 6, math.inf) == math.inf  # a1 < a2: unbounded ratio
 
@@ -91,7 +95,7 @@ def test_vectorised_over_orders_and_inf_outside_parameter_space():
     each = [renyi_beta(2.0, 3.0, 3.0, 2.0, v) for v in lam]
     np.testing.assert_allclose(got, each, rtol=1e-14)
     # lam*2 + (1-lam)*3 > 0 iff lam < 3
-    assert np.isfinite(got[:4 - 1]).all() and np.isinf(got[3:]).all()
+    assert np.isfinite(got[: 4 - 1]).all() and np.isinf(got[3:]).all()
     assert (np.diff(got[:3]) > 0).all()  # non-decreasing in the order
 
 

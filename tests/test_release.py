@@ -26,8 +26,9 @@ def test_beta_bernoulli_release_fields():
 def test_dirichlet_release_fields_codes_and_one_hot_agree():
     codes = np.array([0, 1, 2, 2, 1, 2])
     a = pb.sample(DirichletCategorical([1, 1, 1]), codes, 3.0, 1.0, "concentrated", rng=3)
-    b = pb.sample(DirichletCategorical([1, 1, 1]), np.eye(3)[codes], 3.0, 1.0, "concentrated",
-                  rng=3)
+    b = pb.sample(
+        DirichletCategorical([1, 1, 1]), np.eye(3)[codes], 3.0, 1.0, "concentrated", rng=3
+    )
     assert a.value.shape == (3,) and a.value.sum() == pytest.approx(1.0, abs=1e-15)
     np.testing.assert_array_equal(a.value, b.value)
     assert a.method == "concentrated" and a.r == 1.0 and 0 < a.m < 1
@@ -38,8 +39,9 @@ def test_draws_follow_the_mechanism_posterior():
     data = np.r_[np.ones(12), np.zeros(28)]
     rng = np.random.default_rng(11)
     for method in ["diffused", "concentrated"]:
-        draws = [pb.sample(BetaBernoulli(2, 1), data, 2.0, 0.3, method, rng=rng)
-                 for _ in range(3000)]
+        draws = [
+            pb.sample(BetaBernoulli(2, 1), data, 2.0, 0.3, method, rng=rng) for _ in range(3000)
+        ]
         r, m = draws[0].r, draws[0].m
         target = stats.beta(2 / m + r * 12, 1 / m + r * 28)
         assert stats.kstest([d.value for d in draws], target.cdf).pvalue > 1e-3
@@ -49,12 +51,14 @@ def test_log_gamma_sampler_matches_scipy_in_log_space():
     rng = np.random.default_rng(5)
     for a, b in [(0.01, 0.02), (0.5, 0.3), (3.0, 5.0), (1e4, 2e4)]:
         log_p = sample_dirichlet_log([a, b], rng, 20000)[:, 0]
+
         # log of a Beta(a, b) variable: P(log X <= t) = I_{e^t}(a, b) = 1 - I_{1-e^t}(b, a),
         # the second form resolves X within 1e-17 of 1, where tiny a, b put real mass
         def cdf(t, a=a, b=b):
             near_one = t > -math.log(2)
-            return np.where(near_one, special.betaincc(b, a, -np.expm1(t)),
-                            special.betainc(a, b, np.exp(t)))
+            return np.where(
+                near_one, special.betaincc(b, a, -np.expm1(t)), special.betainc(a, b, np.exp(t))
+            )
 
         assert stats.kstest(log_p, cdf).pvalue > 1e-3
 
