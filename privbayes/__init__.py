@@ -4,23 +4,36 @@ Implements Geumlek, Song, Chaudhuri, "Rényi Differential Privacy Mechanisms for
 Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior public.
 """
 
+from . import preprocessing
 from .calibration import Calibration, calibrate
 from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
-from .errors import BudgetExceededError, InfeasiblePrivacyError, PrivBayesError
-from .models import BetaBernoulli, DirichletCategorical
+from .errors import (
+    BudgetExceededError,
+    ConvergenceError,
+    InfeasiblePrivacyError,
+    PrivBayesError,
+    SamplingError,
+)
+from .estimators import PrivateLogisticRegression
+from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
 from .release import PrivateSample, release_query, sample
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BayesianLogisticRegression",
     "BetaBernoulli",
+    "ConvergenceError",
+    "SamplingError",
     "BudgetExceededError",
     "Calibration",
     "DirichletCategorical",
     "InfeasiblePrivacyError",
     "PrivBayesError",
+    "PrivateLogisticRegression",
     "PrivateSample",
     "calibrate",
+    "preprocessing",
     "release_query",
     "renyi_beta",
     "renyi_dirichlet",

@@ -20,3 +20,18 @@ class InfeasiblePrivacyError(PrivBayesError, ValueError):
 
 class BudgetExceededError(PrivBayesError):
     """A charge would exceed a privacy budget (used by the ledger)."""
+
+
+class ConvergenceError(PrivBayesError, RuntimeError):
+    """MCMC did not converge (R-hat > 1.01 or divergent transitions): no release is made.
+
+    ``diagnostics`` holds the figures (computed on private data: do not publish them).
+    """
+
+    def __init__(self, message: str, *, diagnostics: dict | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = dict(diagnostics or {})
+
+
+class SamplingError(PrivBayesError, RuntimeError):
+    """A sampler could not produce a valid draw (e.g. OPS rejection found no accepted draw)."""

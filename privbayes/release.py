@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .calibration import Calibration
-from .mechanisms import check_method
+from .mechanisms import CONJUGATE_METHODS, check_method
 from .models import BetaBernoulli
 from .validation import as_numeric_array, check_eps, check_lam, resolve_rng
 
@@ -31,6 +31,9 @@ class PrivateSample:
     method, r, m, lam, n : the mechanism, its knobs, the order and the public size.
     eps : the certified eps at ``lam`` (nats), <= the requested eps.
     calibration : the full :class:`Calibration` (public inputs only).
+    diagnostics : MCMC diagnostics (R-hat, ESS, divergences) for GLM releases, else None.
+        They are computed from chains run on the private data and are *not* covered by
+        the certificate: use them to decide whether to trust the draw, do not publish them.
 
     No data statistic and no exact posterior is stored.
     """
@@ -44,6 +47,7 @@ class PrivateSample:
     eps: float
     n: int
     calibration: Calibration = field(repr=False)
+    diagnostics: dict | None = field(default=None, repr=False)
 
     def rdp(self, orders) -> np.ndarray:
         """Certified eps of this release's mechanism at other ``orders`` (>= 1 or inf).
@@ -54,27 +58,43 @@ class PrivateSample:
         return self.calibration.rdp(orders)
 
 
-def _release(model, counts: np.ndarray, n: int, lam: float, eps: float, method: str, rng):
+def _release(model, stats, n: int, lam: float, eps: float, method: str, rng, **options):
     cal = model._calibrate(n, lam, eps, method)
-    log_p = model._posterior_log_draw(counts, cal, resolve_rng(rng))
-    value, log_value = model._value(log_p)
-    return PrivateSample(value, log_value, cal.method, cal.r, cal.m, cal.lam, cal.eps, n, cal)
+    value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), **options)
+    return PrivateSample(value, log_value, cal.method, cal.r, cal.m, cal.lam, cal.eps, n, cal, diag)
 
 
-def sample(model, data, lam, eps, method: str = "diffused", *, rng=None) -> PrivateSample:
+def sample(
+    model,
+    data,
+    lam,
+    eps,
+    method: str = "diffused",
+    *,
+    rng=None,
+    progressbar: bool = False,
+    on_bad_diagnostics: str = "raise",
+) -> PrivateSample:
     """Release one posterior sample with a certified (lam, eps)-RDP guarantee.
 
     Parameters
     ----------
-    model : BetaBernoulli or DirichletCategorical (its prior is public).
+    model : BetaBernoulli, DirichletCategorical or BayesianLogisticRegression (its prior
+        and bounds are public).
     data : the records. BetaBernoulli: 0/1 values, shape (n,). DirichletCategorical:
-        codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K). n is public.
+        codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K).
+        BayesianLogisticRegression: a tuple (X, y), X of shape (n, d) with rows of norm
+        <= c, y of shape (n,) in {0, 1} or {-1, +1}. n is public.
     lam : float > 1 or inf, the Rényi order.
     eps : float > 0, the privacy level at ``lam`` (nats). With n = 0 the prior is
         released and the certified eps is 0.
     method : "diffused" (default; tempers the likelihood by r), "concentrated" (prior
-        counts 1/m times) or "direct" (the plain posterior; only for lam < 1 + min(alpha)).
+        counts 1/m times) or "direct" (the plain posterior; conjugate models: only for
+        lam < 1 + min(alpha)). Logistic regression also takes "ops" (One Posterior Sample).
     rng : None (fresh OS entropy), an int seed, or a numpy Generator.
+    progressbar : GLM only: show the MCMC progress bar.
+    on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when R-hat >
+        1.01 or a transition diverged; "warn" warns and releases anyway.
 
     Returns
     -------
@@ -90,9 +110,24 @@ def sample(model, data, lam, eps, method: str = "diffused", *, rng=None) -> Priv
     """
     if not hasattr(model, "_statistics"):
         raise TypeError(f"model must be a privbayes model; got {type(model).__name__}")
-    lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
-    counts, n = model._statistics(data)
-    return _release(model, counts, n, lam, eps, method, rng)
+    lam, eps = check_lam(lam), check_eps(eps)
+    check_method(method, getattr(model, "methods", CONJUGATE_METHODS))
+    if on_bad_diagnostics not in ("raise", "warn"):
+        raise ValueError(
+            f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
+        )
+    stats, n = model._statistics(data)
+    return _release(
+        model,
+        stats,
+        n,
+        lam,
+        eps,
+        method,
+        rng,
+        progressbar=progressbar,
+        on_bad_diagnostics=on_bad_diagnostics,
+    )
 
 
 def release_query(

@@ -2,5 +2,6 @@
 
 from .beta_bernoulli import BetaBernoulli
 from .dirichlet_categorical import DirichletCategorical
+from .logistic import BayesianLogisticRegression
 
-__all__ = ["BetaBernoulli", "DirichletCategorical"]
+__all__ = ["BayesianLogisticRegression", "BetaBernoulli", "DirichletCategorical"]

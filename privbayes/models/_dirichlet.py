@@ -42,6 +42,7 @@ class DirichletFamily:
     """Base of the conjugate models whose posterior is a Dirichlet over K categories."""
 
     _alpha: np.ndarray  # prior concentrations, shape (K,)
+    methods = mechanisms.CONJUGATE_METHODS
 
     # -- public facts --------------------------------------------------------------
     @property
@@ -201,7 +202,8 @@ class DirichletFamily:
         )
 
     # -- release ------------------------------------------------------------------
-    def _posterior_log_draw(self, counts: np.ndarray, cal: Calibration, rng, size=None):
-        """Log of a draw from Dir(alpha/m + r*counts): private, never stored on a result."""
+    def _draw(self, counts: np.ndarray, cal: Calibration, rng, **_options):
+        """(value, log value, None) from Dir(alpha/m + r*counts); exact, no diagnostics."""
         params = self._alpha / cal.m + cal.r * counts
-        return sample_dirichlet_log(params, rng, size)
+        value, log_value = self._value(sample_dirichlet_log(params, rng))
+        return value, log_value, None

@@ -1,0 +1,157 @@
+"""scikit-learn style estimators whose fitted parameters are private releases."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .models.logistic import GLM_METHODS, BayesianLogisticRegression
+from .preprocessing import clip_rows
+from .release import sample
+
+
+class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
+    """Binary logistic regression fitted by private posterior sampling.
+
+    Parameters
+    ----------
+    lam : float > 1 (or inf for method="ops"), the Rényi order of the guarantee.
+    eps : float > 0, the *total* eps at ``lam`` for the whole fit (nats). With
+        ``n_samples`` = k, each release is calibrated to eps / k and RDP composition adds
+        them up; ``privacy_`` reports the sum.
+    method : "diffused", "concentrated", "direct" or "ops".
+    beta : prior precision per record, w ~ N(0, (n beta)^-1 I).
+    c : public bound on the norm of a row *including* the intercept column.
+    n_samples : posterior draws to average (each one a private release).
+    fit_intercept : append a constant column ``intercept_scaling`` to X. The bound then
+        applies to [x, s]: feature rows must have norm <= sqrt(c^2 - s^2). The intercept is
+        the last weight times s, and its prior is N(0, (n beta)^-1 s^2).
+    intercept_scaling : s, in (0, c).
+    clip : False (default) refuses rows over the bound; True clips each row onto the ball
+        (row-wise, so the guarantee holds for the clipped data).
+    random_state : None (OS entropy), an int, or a RandomState/Generator.
+    tune, draws, chains : MCMC settings (PyMC NUTS).
+
+    Attributes
+    ----------
+    coef_ : (1, n_features), intercept_ : (1,), classes_ : (2,), n_features_in_ : int,
+    privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples.
+    samples_ : (n_samples, n_features + fit_intercept) the released draws.
+
+    Raises ValueError for more than two classes, one class, NaN/inf, rows over the bound.
+    """
+
+    def __init__(
+        self,
+        lam: float = 2.0,
+        eps: float = 1.0,
+        method: str = "diffused",
+        beta: float = 0.01,
+        c: float = 1.0,
+        n_samples: int = 1,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 0.5,
+        clip: bool = False,
+        random_state=None,
+        tune: int = 1000,
+        draws: int = 1000,
+        chains: int = 4,
+    ) -> None:
+        self.lam = lam
+        self.eps = eps
+        self.method = method
+        self.beta = beta
+        self.c = c
+        self.n_samples = n_samples
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.clip = clip
+        self.random_state = random_state
+        self.tune = tune
+        self.draws = draws
+        self.chains = chains
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.poor_score = True  # a private model may be a weak one
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    def _design(self, X) -> np.ndarray:
+        if not self.fit_intercept:
+            return clip_rows(X, self.c) if self.clip else X
+        s = float(self.intercept_scaling)
+        if not 0 < s < self.c:
+            raise ValueError(f"intercept_scaling must be in (0, c={self.c}); got {s}")
+        room = float(np.sqrt(self.c**2 - s**2))
+        if self.clip:
+            X = clip_rows(X, room)
+        return np.hstack([X, np.full((X.shape[0], 1), s)])
+
+    def fit(self, X, y):
+        """Release ``n_samples`` private posterior draws and average them. Returns self."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.size != 2:
+            raise ValueError(
+                "Only binary classification is supported by PrivateLogisticRegression; "
+                f"y has {self.classes_.size} class(es)"
+            )
+        if (
+            isinstance(self.n_samples, bool)
+            or int(self.n_samples) != self.n_samples
+            or (self.n_samples < 1)
+        ):
+            raise ValueError(f"n_samples must be an integer >= 1; got {self.n_samples!r}")
+        if self.method not in GLM_METHODS:
+            raise ValueError(f"method must be one of {GLM_METHODS}; got {self.method!r}")
+        k = int(self.n_samples)
+        model = BayesianLogisticRegression(
+            self.beta, self.c, tune=self.tune, draws=self.draws, chains=self.chains
+        )
+        design = self._design(X)
+        labels = (y == self.classes_[1]).astype(float)
+        seed = check_random_state(self.random_state).randint(2**31 - 1)
+        rng = np.random.default_rng(None if self.random_state is None else seed)
+        releases = [
+            sample(model, (design, labels), self.lam, self.eps / k, self.method, rng=rng)
+            for _ in range(k)
+        ]
+        self.samples_ = np.stack([rel.value for rel in releases])
+        w = self.samples_.mean(axis=0)
+        d = X.shape[1]
+        self.coef_ = w[:d].reshape(1, d)
+        self.intercept_ = (
+            np.array([w[d] * self.intercept_scaling]) if self.fit_intercept else np.zeros(1)
+        )
+        per = [rel.eps for rel in releases]
+        self.privacy_ = {
+            "method": self.method,
+            "lam": float(self.lam),
+            "eps": float(np.sum(per)),
+            "per_release_eps": per,
+            "n_samples": k,
+            "guarantee": "(lam, eps)-RDP, replace-one neighbours, n public",
+        }
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        """w.x + b for each row, shape (n,)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_[0] + self.intercept_[0]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, shape (n, 2), columns in the order of ``classes_``."""
+        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels, shape (n,)."""
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]

@@ -1,0 +1,205 @@
+"""Bayesian logistic regression with a Gaussian prior (BACKGROUND.md §4, docs/glm.md).
+
+Prior w ~ N(0, (n beta)^-1 I) in R^d, loss log(1 + exp(-y w.x)), labels y in {-1, +1}
+(0/1 accepted), features ||x||_2 <= c. The posterior is n beta-strongly log-concave and a
+replaced record changes the log-density by a 2c-Lipschitz function, which gives (our
+derivation, docs/glm.md) the zCDP-type curves
+
+    direct        eps(lam) = 2 lam c^2 / (n beta)
+    diffused      eps(lam) = 2 lam c^2 r^2 / (n beta)     (likelihood ** r)
+    concentrated  eps(lam) = 2 lam c^2 m / (n beta)       (prior precision n beta / m)
+
+and, for OPS (Wang, Fienberg, Smola 2015: prior truncated to ||w|| <= R, likelihood ** t),
+pure eps0-DP with eps0 = 2 t c R, converted to RDP by the tight formula.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize
+
+from .. import mechanisms
+from ..accounting.curves import pure_dp_rdp
+from ..calibration import Calibration
+from ..errors import InfeasiblePrivacyError
+from ..validation import as_numeric_array, check_n, check_positive, check_unit_knob
+
+GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
+NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
+
+
+class BayesianLogisticRegression:
+    """Gaussian-prior logistic regression, released by posterior sampling.
+
+    Parameters
+    ----------
+    beta : float > 0, prior precision per record: w ~ N(0, (n * beta)^-1 I). Public.
+    c : float > 0, the public bound on feature norms, ||x||_2 <= c.
+    radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
+        contains the MAP estimate of every data set: docs/glm.md).
+    tune, draws, chains : MCMC settings of the sampling back-end (NUTS via PyMC). When
+        the diagnostics fail, the run is repeated with twice the draws, up to two times.
+    target_accept : NUTS target acceptance rate.
+
+    Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
+    of norm <= c (refused otherwise; see :mod:`privbayes.preprocessing`), y of shape (n,)
+    in {0, 1} or {-1, +1}. The released value is a weight vector, shape (d,).
+    """
+
+    methods = GLM_METHODS
+
+    def __init__(
+        self,
+        beta: float = 0.01,
+        c: float = 1.0,
+        radius: float | None = None,
+        *,
+        tune: int = 1000,
+        draws: int = 1000,
+        chains: int = 4,
+        target_accept: float = 0.9,
+    ) -> None:
+        self.beta = check_positive(beta, "beta")
+        self.c = check_positive(c, "c")
+        self.radius = self.c / self.beta if radius is None else check_positive(radius, "radius")
+        for name, v, low in (("tune", tune, 0), ("draws", draws, 1), ("chains", chains, 1)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
+        self.tune, self.draws, self.chains = int(tune), int(draws), int(chains)
+        if not 0 < target_accept < 1:
+            raise ValueError(f"target_accept must be in (0, 1); got {target_accept}")
+        self.target_accept = float(target_accept)
+
+    def __repr__(self) -> str:
+        return (
+            f"BayesianLogisticRegression(beta={self.beta!r}, c={self.c!r}, radius={self.radius!r})"
+        )
+
+    # -- data ---------------------------------------------------------------------
+    def _statistics(self, data) -> tuple[tuple[np.ndarray, np.ndarray], int]:
+        """Validated (X, y in {-1, +1}) and n. The data stay inside the release flow."""
+        if not isinstance(data, tuple | list) or len(data) != 2:
+            raise TypeError(
+                "data must be a tuple (X, y) with X of shape (n, d) and y of shape (n,)"
+            )
+        x = as_numeric_array(data[0], "X")
+        y = as_numeric_array(data[1], "y")
+        if x.ndim != 2:
+            raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
+        if x.shape[1] == 0:
+            raise ValueError("X has d = 0 features; need at least one")
+        if y.ndim != 1 or y.shape[0] != x.shape[0]:
+            raise ValueError(f"y must have shape ({x.shape[0]},) to match X; got {y.shape}")
+        if x.shape[0] == 0:
+            raise ValueError("X has n = 0 rows: the prior N(0, (n beta)^-1 I) is improper at n = 0")
+        if not (np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all()):
+            odd = ~np.isin(y, [-1.0, 0.0, 1.0])
+            i = int(np.flatnonzero(odd if odd.any() else y == 0)[0])
+            raise ValueError(f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {y[i]:g}")
+        norms = np.linalg.norm(x, axis=1)
+        over = np.flatnonzero(norms > self.c * (1 + NORM_SLACK))
+        if over.size:
+            first = ", ".join(str(int(i)) for i in over[:5])
+            raise ValueError(
+                f"{over.size} row(s) of X have norm > c = {self.c:g} (first: {first}); "
+                "scale by a public bound or clip rows with privbayes.preprocessing"
+            )
+        y = np.where(y > 0, 1.0, -1.0)
+        return (x, y), int(x.shape[0])
+
+    # -- certificates ---------------------------------------------------------------
+    def rdp(self, n, orders, r: float = 1.0, m: float = 1.0, method: str = "diffused"):
+        """Certified RDP curve for data sets of size n; array shaped like ``orders``.
+
+        ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R.
+        """
+        n = check_n(n)
+        r = check_unit_knob(r, "r")
+        m = check_unit_knob(m, "m")
+        lam = np.asarray(orders, dtype=float)
+        if np.isnan(lam).any() or (lam < 1).any():
+            raise ValueError(f"orders must be >= 1 (1 = KL) or inf; got {orders!r}")
+        if n == 0:
+            return np.zeros(lam.shape)
+        if method == "ops":
+            return pure_dp_rdp(lam, self._ops_eps0(r))
+        with np.errstate(invalid="ignore"):
+            return 2.0 * lam * self.c**2 * r**2 * m / (n * self.beta)
+
+    def _ops_eps0(self, t: float) -> float:
+        return 2.0 * t * self.c * self.radius
+
+    def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
+        method = mechanisms.check_method(method, GLM_METHODS)
+        if n == 0:
+            return Calibration(method, 1.0, 1.0, lam, 0.0, eps, 0, None, 0, self)
+        if eps == 0:
+            raise InfeasiblePrivacyError(
+                "eps=0 needs a release that ignores the data: sample from the prior instead",
+                reachable={"eps": "> 0"},
+            )
+        rho = 2.0 * self.c**2 / (n * self.beta)  # direct: eps(lam) = rho * lam
+        if method == "ops":
+            return self._calibrate_ops(n, lam, eps)
+        if math.isinf(lam):
+            raise InfeasiblePrivacyError(
+                f"method={method!r} has no finite eps at lam=inf (its bound grows like "
+                f"{rho:.3g} * lam); use a finite lam or method='ops' (pure DP)",
+                reachable={"lam": "finite", "method": "ops"},
+            )
+        direct = rho * lam
+        if method == "direct":
+            if direct > eps:
+                raise InfeasiblePrivacyError(
+                    f"direct sampling certifies eps={direct:.6g} at lam={lam:g} for n={n}, "
+                    f"beta={self.beta:g}, c={self.c:g}; ask for eps >= {direct:.6g} or use "
+                    "method='diffused' or 'concentrated'",
+                    reachable={"min_eps": direct},
+                )
+            r = m = 1.0
+        elif method == "diffused":
+            r, m = min(1.0, math.sqrt(eps / direct)), 1.0
+            while rho * lam * r * r > eps:  # rounding: stay on the safe side
+                r = math.nextafter(r, 0.0)
+        else:
+            r, m = 1.0, min(1.0, eps / direct)
+            while rho * lam * m > eps:
+                m = math.nextafter(m, 0.0)
+        achieved = float(self.rdp(n, lam, r=r, m=m, method=method))
+        return Calibration(method, r, m, lam, achieved, eps, n, None, 1, self)
+
+    def _calibrate_ops(self, n: int, lam: float, eps: float) -> Calibration:
+        """Largest eps0 whose tight RDP conversion meets eps at lam; t = eps0 / (2 c R)."""
+        e_full = self._ops_eps0(1.0)
+        if float(pure_dp_rdp(lam, e_full)) <= eps:
+            t, evals = 1.0, 1
+        elif math.isinf(lam):
+            t, evals = eps / (2.0 * self.c * self.radius), 1
+        else:
+            # eps(lam; e) grows from 0 to e_full: brentq on [0, e_full], then the safe side
+            res = optimize.brentq(
+                lambda e: float(pure_dp_rdp(lam, e)) - eps,
+                0.0,
+                e_full,
+                xtol=1e-15,
+                rtol=4 * np.finfo(float).eps,
+                full_output=True,
+            )
+            t, evals = res[0] / (2.0 * self.c * self.radius), res[1].function_calls
+        t = min(t, 1.0)
+        while float(pure_dp_rdp(lam, self._ops_eps0(t))) > eps:
+            t = math.nextafter(t, 0.0)
+        achieved = float(pure_dp_rdp(lam, self._ops_eps0(t)))
+        return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals, self)
+
+    # -- release ------------------------------------------------------------------
+    def _draw(self, xy, cal: Calibration, rng, *, progressbar=False, on_bad_diagnostics="raise"):
+        """(value (d,), None, diagnostics): one post-convergence MCMC draw."""
+        from ..sampling.pymc_backend import release_draw
+
+        value, diagnostics = release_draw(
+            self, xy, cal, rng, progressbar=progressbar, on_bad=on_bad_diagnostics
+        )
+        return value, None, diagnostics

@@ -1,0 +1,60 @@
+"""Row-wise preprocessing that keeps the privacy analysis valid.
+
+The GLM certificates assume every row satisfies ||x||_2 <= c *before* the mechanism runs,
+and that neighbouring data sets stay neighbours after preprocessing. A transformation
+applied to each row on its own (depending only on that row and on public constants)
+keeps both. One that looks at the data set as a whole does not: scaling every row by the
+data's own maximum norm, or standardising with the data's mean and variance, lets one
+record change every other row (replace the largest row and all rows rescale), so the
+"neighbouring" inputs of the mechanism can differ in every record and the certified eps
+no longer bounds anything. Such statistics must be public constants, or be released
+privately themselves and paid for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .validation import as_numeric_array, check_positive
+
+
+def clip_rows(X, c: float = 1.0) -> np.ndarray:
+    """Scale down each row whose norm exceeds ``c`` onto the sphere of radius c.
+
+    Parameters: X, shape (n, d), finite; c > 0, a public bound. Returns a new array of
+    shape (n, d). Rows already inside the ball are unchanged. Row-wise, so it keeps
+    neighbours neighbours (module docstring). Raises ValueError for NaN/inf or bad shapes.
+    """
+    x = as_numeric_array(X, "X")
+    c = check_positive(c, "c")
+    if x.ndim != 2:
+        raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    scale = np.where(norms > c, c / np.where(norms > 0, norms, 1.0), 1.0)
+    return x * scale
+
+
+def scale_rows(X, bound: float, c: float = 1.0) -> np.ndarray:
+    """Multiply every row by ``c / bound`` for a *public* bound on the row norms.
+
+    Use when a bound on ||x|| is known before seeing the data (e.g. from the measuring
+    device or a codebook). Rows that still exceed c are left as they are, so the model
+    refuses them; combine with :func:`clip_rows` to clip them explicitly. Never pass the
+    data's own maximum norm as ``bound`` (module docstring).
+    """
+    x = as_numeric_array(X, "X")
+    bound = check_positive(bound, "bound")
+    c = check_positive(c, "c")
+    if x.ndim != 2:
+        raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
+    return x * (c / bound)
+
+
+def normalize_rows(X, c: float = 1.0) -> np.ndarray:
+    """Scale every non-zero row to norm exactly ``c`` (direction only). Row-wise and safe."""
+    x = as_numeric_array(X, "X")
+    c = check_positive(c, "c")
+    if x.ndim != 2:
+        raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x * np.where(norms > 0, c / np.where(norms > 0, norms, 1.0), 1.0)

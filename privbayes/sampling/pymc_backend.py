@@ -1,0 +1,155 @@
+"""GLM posterior sampling with PyMC's NUTS, compiled once per feature dimension.
+
+The model takes X, y, the likelihood weight r and the prior precision as shared data,
+so a new data set (any n), a new r or m only updates shared values: the log-density and
+its gradient are compiled once per (d, target_accept) and reused. PyMC still builds two
+small helper functions (initial point, trace) per ``pm.sample`` call.
+
+Each chain restarts its step-size and mass-matrix adaptation (PyMC resets tuning at the
+start of every chain), so nothing learned on one data set carries into the next release.
+
+MCMC is not exact sampling: the certificate is proven for exact posterior draws, and the
+release is exact only in the limit. We release one draw taken after tuning and require
+R-hat <= 1.01 and no divergent transitions (docs/glm.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConvergenceError, SamplingError
+
+RHAT_MAX = 1.01
+_RETRIES = 2
+_CACHE: dict[tuple[int, float], _Compiled] = {}
+
+
+@dataclass
+class _Compiled:
+    model: object
+    step: object
+
+
+def _compiled(d: int, target_accept: float) -> _Compiled:
+    key = (d, target_accept)
+    if key not in _CACHE:
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        with pm.Model() as model:
+            x = pm.Data("X", np.zeros((1, d)))
+            y = pm.Data("y", np.ones(1))
+            r = pm.Data("r", 1.0)
+            prec = pm.Data("prec", 1.0)
+            w = pm.Flat("w", shape=d)
+            pm.Potential("log_prior", -0.5 * prec * pt.sum(w**2))
+            pm.Potential("log_lik", -r * pt.sum(pt.softplus(-y * pt.dot(x, w))))
+            step = pm.NUTS(model=model, target_accept=target_accept)
+        _CACHE[key] = _Compiled(model, step)
+    return _CACHE[key]
+
+
+def posterior_draws(
+    model, xy, r: float, m: float, rng, *, progressbar: bool = False, scale: int = 1
+):
+    """Post-tuning draws of the tempered posterior, shape (chains, draws, d), and diagnostics.
+
+    Density: exp(-r * sum log(1 + exp(-y w.x)) - (n beta / m) ||w||^2 / 2).
+    """
+    import arviz as az
+    import pymc as pm
+
+    x, y = xy
+    n, d = x.shape
+    comp = _compiled(d, model.target_accept)
+    pm.set_data({"X": x, "y": y, "r": float(r), "prec": n * model.beta / m}, model=comp.model)
+    seed = int(rng.integers(2**32))
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # PyMC's own messages mention divergences etc.
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = pm.sample(
+                draws=model.draws,
+                tune=model.tune,
+                step=comp.step,
+                chains=model.chains,
+                cores=1,
+                random_seed=seed,
+                progressbar=progressbar,
+                model=comp.model,
+                compute_convergence_checks=False,
+                return_inferencedata=True,
+            )
+    finally:
+        logger.setLevel(level)
+    post = idata.posterior["w"]
+    diagnostics = {
+        "rhat_max": float(az.rhat(idata, var_names=["w"])["w"].max()),
+        "ess_bulk_min": float(az.ess(idata, var_names=["w"], method="bulk")["w"].min()),
+        "ess_tail_min": float(az.ess(idata, var_names=["w"], method="tail")["w"].min()),
+        "divergences": int(idata.sample_stats["diverging"].sum()),
+        "chains": model.chains,
+        "draws": model.draws * scale,
+        "tune": model.tune * scale,
+    }
+    return np.asarray(post.values), diagnostics
+
+
+def _problems(diag: dict) -> list[str]:
+    out = []
+    if not diag["rhat_max"] <= RHAT_MAX:  # NaN R-hat counts as a failure
+        out.append(f"R-hat {diag['rhat_max']:.4f} > {RHAT_MAX}")
+    if diag["divergences"]:
+        out.append(f"{diag['divergences']} divergent transition(s)")
+    return out
+
+
+def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str):
+    """One released weight vector (d,) and its diagnostics; raises ConvergenceError.
+
+    A run whose diagnostics fail is repeated with twice the tuning and draws (R-hat of a
+    converged chain still fluctuates around 1.01 with few draws), at most twice.
+    """
+    for attempt in range(_RETRIES + 1):
+        draws, diag = posterior_draws(
+            model, xy, cal.r, cal.m, rng, progressbar=progressbar, scale=2**attempt
+        )
+        problems = _problems(diag)
+        if not problems:
+            break
+    diag["attempts"] = attempt + 1
+    if problems:
+        message = (
+            "MCMC did not converge (" + "; ".join(problems) + "): the draw would not come "
+            "from the posterior the certificate is about. Increase tune/draws, or pass "
+            "on_bad_diagnostics='warn' to release anyway"
+        )
+        if on_bad == "raise":
+            raise ConvergenceError(message, diagnostics=diag)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    chains, n_draws, _ = draws.shape
+    if cal.method == "ops":
+        inside = np.linalg.norm(draws, axis=-1) <= model.radius
+        diag["ops_acceptance"] = float(inside.mean())
+        if not inside.any():
+            raise SamplingError(
+                f"OPS rejection: none of {chains * n_draws} post-tuning draws lies in the ball "
+                f"||w|| <= R = {model.radius:g}; acceptance is hopeless at this R. Use a larger "
+                "radius (the certificate weakens as eps0 = 2 t c R)"
+            )
+        # Rejection from the untruncated tempered posterior: any accepted draw is a draw
+        # from the truncated one; pick one at random.
+        idx = np.argwhere(inside)
+        ci, di = idx[int(rng.integers(len(idx)))]
+        value = draws[ci, di]
+    else:
+        value = draws[int(rng.integers(chains)), -1]  # the last draw of a random chain
+    value = np.array(value, dtype=float)
+    value.setflags(write=False)
+    return value, diag
