@@ -93,8 +93,8 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
     Source: paper §3 (boundary pairs, binary search); the reduction proof and the search are
     ours (docs/boundary.md).
     """
-    if not hasattr(model, "_calibrate"):
-        raise TypeError(f"model must be a privbayes model; got {type(model).__name__}")
+    if isinstance(model, type) or not hasattr(model, "_calibrate"):
+        raise TypeError(f"model must be a privbayes model instance; got {model!r}")
     return model._calibrate(check_n(n), check_lam(lam), check_eps(eps), method)
 
 
@@ -130,7 +130,9 @@ def solve_knob(
         def to_knob(w: float) -> float:
             return cap * special.expit(w)
 
-        w_hi = 40.0 * math.log(2.0)  # knob = cap * (1 - 2^-40)
+        # knob = cap * (1 - 2^-20): closer to the pole the parameters' own rounding
+        # dominates the certificate, and the knob would gain less than 1e-6
+        w_hi = 20.0 * math.log(2.0)
     hi = to_knob(w_hi)
     e_hi = ev(hi)
     if e_hi <= eps:

@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 _SERIES_RHO = 0.1  # T's series when |lam*h|/x <= this (at most 18 terms)
+_POLE_REL = 1e-6  # x + lam*h below this fraction of |x| + |lam*h|: near the pole
+_ROUND = 8 * 2.0**-53  # bound on the relative rounding error of x + lam*h and its inputs
 _QUOT_SERIES = 1e-3  # Q's series when |d|/y <= this (a handful of terms)
 _LOG_EPS = 36.8  # -log(1e-16)
 
@@ -114,10 +116,25 @@ def _second_difference(x, h, lam) -> np.ndarray:
             pref = np.where(big, t, ls * t)
             terms = (-1.0) ** k * z * lt ** (k - 1) * pref * g / k
             out[ser] = terms.sum(axis=0)
-        split = live & ~ser
+        # Near the pole, y = x + lam*h is a small difference of large numbers; its rounding
+        # error would move lgamma(y) either way. Use a lower bound on y instead (lgamma
+        # decreases there), so the result can only err upwards: safe for a certificate.
+        scale = np.abs(x) + np.abs(lam * h)
+        y = x + lam * h
+        pole = live & ~ser & (y < _POLE_REL * scale) & (y < 0.5)
+        y_lo = y - _ROUND * scale
+        out[pole & (y_lo <= 0)] = np.inf
+        pole &= y_lo > 0
+        if pole.any():
+            xs, hs, ls, yl = x[pole], h[pole], lam[pole], y_lo[pole]
+            out[pole] = (special.gammaln(yl) - special.gammaln(xs + hs)) / (ls - 1.0) - (
+                special.gammaln(xs + hs) - special.gammaln(xs)
+            )
+        split = live & ~ser & ~pole & np.isfinite(out)
         if split.any():
             xs, hs, ls = x[split], h[split], lam[split]
             out[split] = hs * (_dlgamma_quot(xs + hs, (ls - 1.0) * hs) - _dlgamma_quot(xs, hs))
+        out[np.isnan(out)] = np.inf  # never certify from a NaN
     return out.reshape(shape)
 
 
@@ -149,6 +166,14 @@ def _second_difference_1(x: float, h: float, lam: float) -> float:
         return math.inf
     rho = abs(lam * h) / x
     if rho > _SERIES_RHO:
+        scale = abs(x) + abs(lam * h)
+        y = x + lam * h
+        if y < _POLE_REL * scale and y < 0.5:  # see _second_difference
+            y_lo = y - _ROUND * scale
+            if y_lo <= 0:
+                return math.inf
+            lx, lxh = math.lgamma(x), math.lgamma(x + h)
+            return (math.lgamma(y_lo) - lxh) / (lam - 1.0) - (lxh - lx)
         return h * (_dlgamma_quot_1(x + h, (lam - 1.0) * h) - _dlgamma_quot_1(x, h))
     t = h / x
     lt = lam * t

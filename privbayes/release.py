@@ -14,7 +14,7 @@ import numpy as np
 from .calibration import Calibration
 from .mechanisms import CONJUGATE_METHODS, check_method
 from .models import BetaBernoulli
-from .validation import as_numeric_array, check_eps, check_lam, resolve_rng
+from .validation import as_numeric_array, check_bool, check_eps, check_lam, resolve_rng
 
 __all__ = ["PrivateSample", "sample", "release_query"]
 
@@ -56,6 +56,15 @@ class PrivateSample:
         Compose releases by adding curves at equal orders.
         """
         return self.calibration.rdp(orders)
+
+
+def _check_model(model) -> None:
+    if isinstance(model, type):
+        raise TypeError(
+            f"model must be a model instance, e.g. {model.__name__}(...); got the class"
+        )
+    if not hasattr(model, "_statistics"):
+        raise TypeError(f"model must be a privbayes model; got {type(model).__name__}")
 
 
 def _release(model, stats, n: int, lam: float, eps: float, method: str, rng, **options):
@@ -108,8 +117,7 @@ def sample(
     Privacy model: replace-one neighbours, n and the prior public (README, docs/privacy.md).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
     """
-    if not hasattr(model, "_statistics"):
-        raise TypeError(f"model must be a privbayes model; got {type(model).__name__}")
+    _check_model(model)
     lam, eps = check_lam(lam), check_eps(eps)
     check_method(method, getattr(model, "methods", CONJUGATE_METHODS))
     if on_bad_diagnostics not in ("raise", "warn"):
@@ -161,6 +169,7 @@ def release_query(
     Source: paper §3 (statistical queries), BACKGROUND.md §3.
     """
     lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
+    clip = check_bool(clip, "clip")
     model = BetaBernoulli(alpha, beta)
     arr = as_numeric_array(values, "values")
     if arr.ndim != 1:
@@ -171,7 +180,7 @@ def release_query(
     if bad.size:
         i = int(bad[0])
         raise ValueError(
-            f"values must lie in [0, 1]; values[{i}] = {arr[i]:g} ({bad.size} outside). "
+            f"values must lie in [0, 1]; values[{i}] = {float(arr[i])!r} ({bad.size} outside). "
             "Rescale by a public range, or pass clip=True to clip explicitly"
         )
     s = float(arr.sum())

@@ -8,12 +8,24 @@ import operator
 
 import numpy as np
 
+MAX_N = 2**53  # larger sizes are not exactly representable as floats
+PRIOR_MIN, PRIOR_MAX = 1e-300, 1e300  # prior concentrations stay normal doubles
+
+
+def _real(value, name: str, what: str) -> float:
+    """A real scalar (Python or numpy number, or a 0-d numeric array) as a float."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be {what}; got {value!r}")
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return float(value)
+    raise TypeError(f"{name} must be {what}; got {value!r}")
+
 
 def check_lam(lam, name: str = "lam") -> float:
     """A Rényi order: a real number > 1, or inf. Returns a float."""
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
-        raise TypeError(f"{name} must be a real number > 1 (or inf); got {lam!r}")
-    lam = float(lam)
+    lam = _real(lam, name, "a real number > 1 (or inf)")
     if math.isnan(lam) or lam <= 1.0:
         raise ValueError(f"{name} must be > 1 (or inf); got {lam}")
     return lam
@@ -21,9 +33,7 @@ def check_lam(lam, name: str = "lam") -> float:
 
 def check_eps(eps, name: str = "eps") -> float:
     """A privacy level: a finite real number >= 0 (0 is reachable only when n = 0)."""
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise TypeError(f"{name} must be a finite real number > 0; got {eps!r}")
-    eps = float(eps)
+    eps = _real(eps, name, "a finite real number > 0")
     if not math.isfinite(eps) or eps < 0.0:
         raise ValueError(f"{name} must be a finite real number > 0; got {eps}")
     return eps
@@ -36,56 +46,73 @@ def check_n(n, name: str = "n") -> int:
     try:
         n = operator.index(n)
     except TypeError:
-        if isinstance(n, numbers.Real) and float(n).is_integer():
+        if isinstance(n, numbers.Real) and math.isfinite(n) and float(n).is_integer():
             n = int(n)
         else:
             raise TypeError(f"{name} must be an integer >= 0; got {n!r}") from None
-    if n < 0:
-        raise ValueError(f"{name} must be an integer >= 0; got {n}")
+    if n < 0 or n > MAX_N:
+        raise ValueError(f"{name} must be an integer in [0, 2**53]; got {n}")
     return n
 
 
 def check_unit_knob(value, name: str) -> float:
     """r or m: a real number in (0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number in (0, 1]; got {value!r}")
-    value = float(value)
+    value = _real(value, name, "a real number in (0, 1]")
     if not (0.0 < value <= 1.0):
         raise ValueError(f"{name} must be in (0, 1]; got {value}")
     return value
 
 
 def check_positive_vector(values, name: str, min_len: int = 1) -> np.ndarray:
-    """A 1-D vector of finite positive reals (prior concentrations)."""
+    """A 1-D vector of prior concentrations in [1e-300, 1e300] (numbers, not strings)."""
     try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of positive reals; got {values!r}") from None
+        raw = np.asarray(values)
+    except ValueError:
+        raise ValueError(f"{name} must be a 1-D array of numbers; got {values!r}") from None
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold numbers; got dtype {raw.dtype}")
+    arr = raw.astype(float)
     if arr.ndim != 1 or arr.size < min_len:
         raise ValueError(
             f"{name} must be 1-D with at least {min_len} entries; got shape {arr.shape}"
         )
-    bad = np.flatnonzero(~np.isfinite(arr) | (arr <= 0))
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr < PRIOR_MIN) | (arr > PRIOR_MAX))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"{name} must be finite and > 0; {name}[{i}] = {arr[i]}")
+        raise ValueError(f"{name} must lie in [1e-300, 1e300]; {name}[{i}] = {float(arr[i])!r}")
     arr.setflags(write=False)
     return arr
 
 
 def check_positive(value, name: str) -> float:
     """A finite real number > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a finite real number > 0; got {value!r}")
-    value = float(value)
+    value = _real(value, name, "a finite real number > 0")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite real number > 0; got {value}")
     return value
 
 
+def check_prior(value, name: str) -> float:
+    """A prior concentration: a real number in [1e-300, 1e300]."""
+    value = check_positive(value, name)
+    if not PRIOR_MIN <= value <= PRIOR_MAX:
+        raise ValueError(f"{name} must lie in [1e-300, 1e300]; got {value!r}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """A real boolean (a string like "False" is refused, not read as True)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
+
+
 def as_numeric_array(data, name: str = "data") -> np.ndarray:
     """Data as a float or bool array; strings, objects and complex numbers are refused."""
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:
+        raise ValueError(f"{name} must be a rectangular array of numbers") from None
     if arr.dtype == bool:
         return arr.astype(float)
     if arr.dtype.kind not in "iuf":
@@ -95,7 +122,7 @@ def as_numeric_array(data, name: str = "data") -> np.ndarray:
     if bad.size:
         idx = np.unravel_index(int(bad[0]), arr.shape)
         where = idx[0] if len(idx) == 1 else tuple(int(i) for i in idx)
-        raise ValueError(f"{name} must be finite; {name}[{where}] = {arr[idx]}")
+        raise ValueError(f"{name} must be finite; {name}[{where}] = {float(arr[idx])!r}")
     return arr
 
 

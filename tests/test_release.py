@@ -85,7 +85,19 @@ def test_release_carries_no_statistic_and_no_posterior():
     data = np.r_[np.ones(17), np.zeros(4)]
     rel = pb.sample(BetaBernoulli(), data, 2.0, 1.0, rng=0)
     names = {f.name for f in dataclasses.fields(rel)}
-    assert names == {"value", "log_value", "method", "r", "m", "lam", "eps", "n", "calibration"}
+    assert names == {
+        "value",
+        "log_value",
+        "method",
+        "r",
+        "m",
+        "lam",
+        "eps",
+        "n",
+        "calibration",
+        "diagnostics",
+    }
+    assert rel.diagnostics is None  # exact sampling: nothing computed on the data
     assert not hasattr(rel, "__dict__")  # frozen dataclass with slots-like fields only
     text = repr(rel) + repr(rel.calibration)
     assert "17" not in text.replace("0.17", "")  # the count of ones appears nowhere
@@ -156,12 +168,29 @@ def test_bad_data(model, data, exc, match):
         (lambda: BetaBernoulli(np.nan, 1), "alpha"),
         (lambda: DirichletCategorical([1.0]), "alpha"),
         (lambda: DirichletCategorical([1.0, 0.0, 2.0]), r"alpha\[1\] = 0"),
+        (lambda: BetaBernoulli(1e-320, 1), "1e-300"),
         (lambda: DirichletCategorical([[1.0, 2.0]]), "alpha"),
     ],
 )
 def test_bad_priors(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def test_prior_types_and_immutability():
+    with pytest.raises(TypeError, match="numbers"):
+        DirichletCategorical(["1", "2"])
+    with pytest.raises(TypeError, match="alpha"):
+        BetaBernoulli(True, 1.0)
+    model = BetaBernoulli(2.0, 3.0)
+    with pytest.raises(AttributeError, match="immutable"):
+        model.alpha = 50.0
+    with pytest.raises(TypeError, match="instance"):
+        pb.sample(BetaBernoulli, [0, 1], 2.0, 1.0)
+    with pytest.raises(TypeError, match="clip"):
+        pb.release_query([0.2, 1.5], 2.0, 1.0, clip="False")
+    rel = pb.sample(BetaBernoulli(), [0, 1], np.float32(2.0), np.array(1.0), rng=0)
+    assert rel.lam == 2.0 and type(rel.r) is float
 
 
 @pytest.mark.parametrize(

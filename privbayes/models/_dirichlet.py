@@ -26,7 +26,9 @@ from ..divergence import _second_difference, _second_difference_1
 from ..errors import InfeasiblePrivacyError
 from ..sampling.conjugate import sample_dirichlet_log
 from ..validation import check_unit_knob
+from ._frozen import Frozen
 
+_MAX_SAFETY_STEPS = 64
 _SCALAR_MAX_K = 4  # up to this many categories the scalar path is faster
 _SLOPE = {"diffused": 2.0, "concentrated": 1.0}
 
@@ -38,7 +40,23 @@ def _check_orders(orders) -> np.ndarray:
     return arr
 
 
-class DirichletFamily:
+def _max_offdiag_sum(u: np.ndarray, v: np.ndarray):
+    """max over i != j of u[:, i] + v[:, j], with its (i, j): O(K) via the two largest."""
+    rows = np.arange(u.shape[0])
+    iu, iv = u.argmax(1), v.argmax(1)
+    u2, v2 = u.copy(), v.copy()
+    u2[rows, iu] = -np.inf
+    v2[rows, iv] = -np.inf
+    ju, jv = u2.argmax(1), v2.argmax(1)
+    a = u[rows, iu] + v2[rows, jv]  # best u with the best v elsewhere
+    b = u2[rows, ju] + v[rows, iv]
+    best = np.where(iu != iv, u[rows, iu] + v[rows, iv], np.maximum(a, b))
+    i = np.where((iu != iv) | (a >= b), iu, ju)
+    j = np.where(iu != iv, iv, np.where(a >= b, jv, iv))
+    return best, i, j
+
+
+class DirichletFamily(Frozen):
     """Base of the conjugate models whose posterior is a Dirichlet over K categories."""
 
     _alpha: np.ndarray  # prior concentrations, shape (K,)
@@ -94,14 +112,18 @@ class DirichletFamily:
     def _boundary_sup(self, n: int, lam: np.ndarray, r: float, m: float):
         """(sup over boundary pairs (L,), index of the worst (vertex, i, j) per order)."""
         t = self._vertex_terms(n, lam, r, m)
+        t[np.isnan(t)] = np.inf  # never certify from a NaN
         named = {"1": t[:, 0], "n": t[:, 1], "0": t[:, 2], "n-1": t[:, 3]}
-        verts = [(named[a], named[b]) for a, b in self._vertices()]
         k = self.K
-        mats = np.stack([u[:, :, None] + v[:, None, :] for u, v in verts], axis=1)
-        mats[:, :, np.arange(k), np.arange(k)] = -np.inf  # a record moves to another category
-        flat = mats.reshape(lam.size, -1)
-        best = flat.argmax(axis=1)
-        return flat[np.arange(lam.size), best], best
+        values, index = [], []
+        for vert, (a, b) in enumerate(self._vertices()):
+            val, i, j = _max_offdiag_sum(named[a], named[b])
+            values.append(val)
+            index.append((vert * k + i) * k + j)
+        values, index = np.stack(values, 1), np.stack(index, 1)
+        best = values.argmax(axis=1)
+        rows = np.arange(lam.size)
+        return values[rows, best], index[rows, best]
 
     def _pair_from_index(self, n: int, index: int) -> dict:
         """The hypothetical count vectors of the boundary pair number ``index``."""
@@ -173,7 +195,23 @@ class DirichletFamily:
                 eps_of, eps, cap, _SLOPE[method], mechanisms.KNOB[method]
             )
             worst = worst_at[knob]
-        r, m = mechanisms.knobs(method, knob)
+        # The certificate is what rdp() reports (the array path); the scalar path that
+        # drove the search may differ in the last digits, so step down until the array
+        # path agrees that the target holds.
+        for k in range(_MAX_SAFETY_STEPS):
+            r, m = (float(v) for v in mechanisms.knobs(method, knob))
+            achieved = float(self.rdp(n, lam, r=r, m=m))
+            if achieved <= eps:
+                break
+            if method == "direct":
+                raise InfeasiblePrivacyError(
+                    f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}; "
+                    f"ask for eps >= {achieved:.6g}",
+                    reachable={"min_eps": achieved},
+                )
+            knob *= 1.0 - 2.0 ** (k - 50)
+        else:
+            raise RuntimeError("calibration could not certify its own knob; please report")
         pair = self._pair_from_index(n, worst)
         return Calibration(method, r, m, lam, achieved, eps, n, pair, evals, self)
 
@@ -186,6 +224,8 @@ class DirichletFamily:
         # overhead dominates for a few numbers); tests check the two agree.
         t = _second_difference_1
         a = [float(v) / m for v in self._alpha]
+        if not all(math.isfinite(ai + r * n) for ai in a):
+            return math.inf, 0  # alpha/m overflowed: no certificate this close to m = 0
         named = {
             "1": [t(ai, r, lam) for ai in a],
             "n": [t(ai + r * (n - 1), r, lam) for ai in a],
@@ -193,13 +233,16 @@ class DirichletFamily:
             "n-1": [t(ai + r * n, -r, lam) for ai in a],
         }
         k = self.K
-        return max(
+        sup, worst = max(
             (named[cu][i] + named[cv][j], (v * k + i) * k + j)
             for v, (cu, cv) in enumerate(self._vertices())
             for i in range(k)
             for j in range(k)
             if i != j
         )
+        if any(math.isnan(x) for vals in named.values() for x in vals):
+            return math.inf, worst  # never certify from a NaN
+        return sup, worst
 
     # -- release ------------------------------------------------------------------
     def _draw(self, counts: np.ndarray, cal: Calibration, rng, **_options):

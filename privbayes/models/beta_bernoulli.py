@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sampling.conjugate import simplex_from_log
-from ..validation import as_numeric_array, check_positive, check_positive_vector
+from ..validation import as_numeric_array, check_positive_vector, check_prior
 from ._dirichlet import DirichletFamily
 
 
@@ -24,10 +24,11 @@ class BetaBernoulli(DirichletFamily):
     """
 
     def __init__(self, alpha: float = 1.0, beta: float = 1.0) -> None:
-        self.alpha = check_positive(alpha, "alpha")
-        self.beta = check_positive(beta, "beta")
+        self.alpha = check_prior(alpha, "alpha")
+        self.beta = check_prior(beta, "beta")
         # category 0 counts the ones, category 1 the zeros
         self._alpha = check_positive_vector([self.alpha, self.beta], "alpha, beta", 2)
+        self._freeze()
 
     def __repr__(self) -> str:
         return f"BetaBernoulli(alpha={self.alpha!r}, beta={self.beta!r})"
@@ -40,7 +41,7 @@ class BetaBernoulli(DirichletFamily):
         if bad.size:
             i = int(bad[0])
             raise ValueError(
-                f"data must hold only 0 or 1; data[{i}] = {arr[i]:g} "
+                f"data must hold only 0 or 1; data[{i}] = {float(arr[i])!r} "
                 f"({bad.size} value(s) outside {{0, 1}})"
             )
         k = float(arr.sum())

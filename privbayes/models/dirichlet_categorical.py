@@ -26,7 +26,8 @@ class DirichletCategorical(DirichletFamily):
 
     def __init__(self, alpha) -> None:
         self._alpha = check_positive_vector(alpha, "alpha", 2)
-        self.alpha = self._alpha
+        self.alpha = self._alpha  # read-only array
+        self._freeze()
 
     def __repr__(self) -> str:
         return f"DirichletCategorical(alpha={self._alpha.tolist()!r})"
@@ -40,7 +41,7 @@ class DirichletCategorical(DirichletFamily):
                 i = int(bad[0])
                 raise ValueError(
                     f"data must hold integer category codes in 0..{k - 1} (K={k} from alpha); "
-                    f"data[{i}] = {arr[i]:g}"
+                    f"data[{i}] = {float(arr[i])!r}"
                 )
             return np.bincount(arr.astype(int), minlength=k).astype(float), int(arr.size)
         if arr.ndim == 2:

@@ -25,12 +25,13 @@ from ..accounting.curves import pure_dp_rdp
 from ..calibration import Calibration
 from ..errors import InfeasiblePrivacyError
 from ..validation import as_numeric_array, check_n, check_positive, check_unit_knob
+from ._frozen import Frozen
 
 GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
 
 
-class BayesianLogisticRegression:
+class BayesianLogisticRegression(Frozen):
     """Gaussian-prior logistic regression, released by posterior sampling.
 
     Parameters
@@ -71,6 +72,7 @@ class BayesianLogisticRegression:
         if not 0 < target_accept < 1:
             raise ValueError(f"target_accept must be in (0, 1); got {target_accept}")
         self.target_accept = float(target_accept)
+        self._freeze()
 
     def __repr__(self) -> str:
         return (
@@ -97,7 +99,9 @@ class BayesianLogisticRegression:
         if not (np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all()):
             odd = ~np.isin(y, [-1.0, 0.0, 1.0])
             i = int(np.flatnonzero(odd if odd.any() else y == 0)[0])
-            raise ValueError(f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {y[i]:g}")
+            raise ValueError(
+                f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {float(y[i])!r}"
+            )
         norms = np.linalg.norm(x, axis=1)
         over = np.flatnonzero(norms > self.c * (1 + NORM_SLACK))
         if over.size:
