@@ -1,7 +1,7 @@
 """The ``privbayes`` command line: sample, query, calibrate, demo.
 
-Errors a user can fix (bad files, columns, arguments, infeasible targets) print one line
-to stderr and exit with status 2.
+Every error a user can fix (bad files, columns, arguments, infeasible targets) prints one
+line to stderr and exits with status 2. Outputs are one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -17,85 +17,122 @@ import numpy as np
 
 from . import __version__
 from .calibration import calibrate
-from .mechanisms import CONJUGATE_METHODS
-from .models import BetaBernoulli, DirichletCategorical
+from .errors import ConvergenceError, SamplingError
+from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
+from .models.logistic import GLM_METHODS
+from .preprocessing import clip_rows
 from .release import release_query, sample
 
-MODELS = ("beta-bernoulli", "dirichlet-categorical")
+MODELS = ("beta-bernoulli", "dirichlet-categorical", "logistic")
 
 
 class UsageError(Exception):
     """An error the user can fix; printed as one line, exit status 2."""
 
 
-def _read_column(path: str, column: str) -> list[str]:
-    """The raw strings of one column of a CSV file with a header row."""
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"--data: no such file: {path}")
-    try:
-        with p.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header:
-                raise UsageError(f"--data: {path} is empty (a header row is expected)")
-            header = [h.strip() for h in header]
-            if column not in header:
-                shown = ", ".join(header[:20]) + (" ..." if len(header) > 20 else "")
-                raise UsageError(f"--column: no column {column!r} in {path}; columns: {shown}")
-            idx = header.index(column)
-            values = []
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                if idx >= len(row):
-                    raise UsageError(f"--data: {path} line {line} has no value for {column!r}")
-                values.append(row[idx].strip())
-    except UnicodeDecodeError:
-        raise UsageError(f"--data: {path} is not a UTF-8 text CSV file") from None
-    except csv.Error as exc:
-        raise UsageError(f"--data: {path} is not valid CSV: {exc}") from None
-    return values
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (the usage text stays behind --help)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _to_floats(values: list[str], column: str) -> np.ndarray:
-    out = np.empty(len(values))
-    for i, v in enumerate(values):
+class _Table:
+    """A CSV file with a header row, read once; cells are stripped strings."""
+
+    def __init__(self, path: str) -> None:
+        p = Path(path)
+        if not p.is_file():
+            raise UsageError(f"--data: no such file: {path}")
+        try:
+            with p.open(newline="", encoding="utf-8-sig") as fh:  # -sig: Excel's BOM
+                reader = csv.reader(fh)
+                header = next(reader, None)
+                self.rows = [(n, row) for n, row in enumerate(reader, start=2) if row]
+        except UnicodeDecodeError:
+            raise UsageError(f"--data: {path} is not a UTF-8 text CSV file") from None
+        except csv.Error as exc:
+            raise UsageError(f"--data: {path} is not valid CSV: {exc}") from None
+        if not header:
+            raise UsageError(f"--data: {path} is empty (a header row is expected)")
+        self.header = [h.strip() for h in header]
+        dupes = sorted({h for h in self.header if self.header.count(h) > 1})
+        if dupes:
+            raise UsageError(f"--data: {path} has duplicate column name(s): {', '.join(dupes)}")
+        self.path = path
+
+    def column(self, name: str, flag: str = "--column") -> list[tuple[int, str]]:
+        """(file line number, stripped cell) for every data row."""
+        if name not in self.header:
+            shown = ", ".join(self.header[:20]) + (" ..." if len(self.header) > 20 else "")
+            raise UsageError(f"{flag}: no column {name!r} in {self.path}; columns: {shown}")
+        idx = self.header.index(name)
+        out = []
+        for line, row in self.rows:
+            if idx >= len(row):
+                raise UsageError(f"{flag} {name!r}: line {line} has no value")
+            out.append((line, row[idx].strip()))
+        return out
+
+
+def _floats(cells: list[tuple[int, str]], name: str) -> np.ndarray:
+    out = np.empty(len(cells))
+    for i, (line, v) in enumerate(cells):
         try:
             out[i] = float(v)
         except ValueError:
-            raise UsageError(f"--column {column!r}: row {i} is {v!r}, not a number") from None
+            raise UsageError(f"column {name!r}: line {line} is {v!r}, not a number") from None
     return out
 
 
-def _binary(values: list[str], column: str, positive: str | None) -> np.ndarray:
-    if positive is not None:
-        return np.array([v == positive for v in values], dtype=float)
+def _binary(cells, name: str, positive: str | None) -> np.ndarray:
     truth = {"1": 1.0, "0": 0.0, "true": 1.0, "false": 0.0, "1.0": 1.0, "0.0": 0.0}
-    out = np.empty(len(values))
-    for i, v in enumerate(values):
-        if v.lower() not in truth:
+    out = np.empty(len(cells))
+    for i, (line, v) in enumerate(cells):
+        if v == "":
+            raise UsageError(f"column {name!r}: line {line} is empty")
+        if positive is not None:
+            out[i] = float(v == positive)
+        elif v.lower() in truth:
+            out[i] = truth[v.lower()]
+        else:
             raise UsageError(
-                f"--column {column!r}: row {i} is {v!r}; expected 0/1 or true/false "
+                f"column {name!r}: line {line} is {v!r}; expected 0/1 or true/false "
                 "(or name the value counted as 1 with --positive)"
             )
-        out[i] = truth[v.lower()]
     return out
 
 
-def _codes(values: list[str], column: str, categories: list[str] | None) -> np.ndarray:
-    if categories is not None:
-        index = {c: k for k, c in enumerate(categories)}
-        out = np.empty(len(values))
-        for i, v in enumerate(values):
-            if v not in index:
-                raise UsageError(
-                    f"--column {column!r}: row {i} is {v!r}, not one of --categories "
-                    f"{','.join(categories)}"
-                )
-            out[i] = index[v]
-        return out
-    return _to_floats(values, column)
+def _codes(cells, name: str, categories: list[str] | None) -> np.ndarray:
+    if categories is None:
+        return _floats(cells, name)
+    index = {c: k for k, c in enumerate(categories)}
+    out = np.empty(len(cells))
+    for i, (line, v) in enumerate(cells):
+        if v not in index:
+            raise UsageError(
+                f"column {name!r}: line {line} is {v!r}, not one of --categories "
+                f"{','.join(categories)}"
+            )
+        out[i] = index[v]
+    return out
+
+
+def _categories(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    labels = [c.strip() for c in text.split(",")]
+    if len(labels) < 2 or any(not c for c in labels):
+        raise UsageError(f"--categories: need at least two non-empty labels; got {text!r}")
+    if len(set(labels)) != len(labels):
+        raise UsageError(f"--categories: duplicate labels in {text!r}")
+    return labels
+
+
+def _json_number(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "inf" if v > 0 else ("-inf" if v < 0 else "nan")
+    return v
 
 
 def _result(rel) -> dict:
@@ -105,19 +142,23 @@ def _result(rel) -> dict:
         "method": rel.method,
         "r": rel.r,
         "m": rel.m,
-        "lam": rel.lam,
+        "lam": _json_number(rel.lam),
         "eps": rel.eps,
         "n": rel.n,
     }
 
 
-def _model(args):
+def _conjugate_model(args):
     if args.model == "beta-bernoulli":
+        if args.categories:
+            raise UsageError("--categories applies to dirichlet-categorical only")
         alpha = args.alpha or [1.0]
         if len(alpha) > 2:
             raise UsageError("--alpha: beta-bernoulli takes ALPHA [BETA]")
-        beta = alpha[1] if len(alpha) == 2 else args.beta
+        beta = alpha[1] if len(alpha) == 2 else (1.0 if args.beta is None else args.beta)
         return BetaBernoulli(alpha[0], beta)
+    if args.beta is not None:
+        raise UsageError("--beta applies to beta-bernoulli only (dirichlet takes --alpha)")
     if args.alpha is None:
         if not args.categories:
             raise UsageError("dirichlet-categorical needs --alpha a1 ... aK or --categories")
@@ -132,27 +173,56 @@ def _model(args):
     return DirichletCategorical(alpha)
 
 
+def _logistic(args, table: _Table) -> dict:
+    if args.label is None:
+        raise UsageError("--model logistic needs --label COL (and optionally --features)")
+    names = (
+        [f.strip() for f in args.features.split(",")]
+        if args.features
+        else [h for h in table.header if h != args.label]
+    )
+    if not names:
+        raise UsageError("--features: no feature columns")
+    X = np.column_stack([_floats(table.column(f, "--features"), f) for f in names])
+    y = _binary(table.column(args.label, "--label"), args.label, args.positive)
+    beta = 0.01 if args.beta is None else args.beta
+    model = BayesianLogisticRegression(beta=beta, c=args.c)
+    if args.clip:
+        X = clip_rows(X, args.c)
+    rel = sample(model, (X, y), args.lam, args.eps, args.method, rng=args.seed)
+    out = _result(rel)
+    out["features"] = names
+    return out
+
+
 def _cmd_sample(args) -> dict:
-    args.categories = args.categories.split(",") if args.categories else None
-    model = _model(args)
-    raw = _read_column(args.data, args.column)
+    args.categories = _categories(args.categories)
+    table = _Table(args.data)
+    if args.model == "logistic":
+        return _logistic(args, table)
+    if args.method == "ops":
+        raise UsageError("--method ops applies to --model logistic only")
+    if args.column is None:
+        raise UsageError(f"--model {args.model} needs --column COL")
+    model = _conjugate_model(args)
+    cells = table.column(args.column)
     if args.model == "beta-bernoulli":
-        data = _binary(raw, args.column, args.positive)
+        data = _binary(cells, args.column, args.positive)
     else:
-        data = _codes(raw, args.column, args.categories)
+        data = _codes(cells, args.column, args.categories)
     return _result(sample(model, data, args.lam, args.eps, args.method, rng=args.seed))
 
 
 def _cmd_query(args) -> dict:
-    lo, hi = args.range
+    lo, hi = args.low, args.high
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise UsageError(f"--range: need finite LOW < HIGH; got {lo} {hi}")
-    x = _to_floats(_read_column(args.data, args.column), args.column)
+        raise UsageError(f"--low/--high: need finite LOW < HIGH; got {lo} {hi}")
+    x = _floats(_Table(args.data).column(args.column), args.column)
     outside = np.flatnonzero((x < lo) | (x > hi))
     if outside.size and not args.clip:
         i = int(outside[0])
         raise UsageError(
-            f"--column {args.column!r}: row {i} = {x[i]:g} is outside --range {lo:g} {hi:g} "
+            f"column {args.column!r}: data row {i} = {x[i]!r} is outside [{lo:g}, {hi:g}] "
             f"({outside.size} rows); widen the public range or pass --clip"
         )
     values = np.clip((x - lo) / (hi - lo), 0.0, 1.0)
@@ -171,13 +241,19 @@ def _cmd_query(args) -> dict:
 
 
 def _cmd_calibrate(args) -> dict:
-    args.categories = None
-    cal = calibrate(_model(args), args.n, args.lam, args.eps, args.method)
+    args.categories = _categories(args.categories)
+    if args.model == "logistic":
+        model = BayesianLogisticRegression(beta=0.01 if args.beta is None else args.beta, c=args.c)
+    else:
+        if args.method == "ops":
+            raise UsageError("--method ops applies to --model logistic only")
+        model = _conjugate_model(args)
+    cal = calibrate(model, args.n, args.lam, args.eps, args.method)
     return {
         "method": cal.method,
         "r": cal.r,
         "m": cal.m,
-        "lam": cal.lam,
+        "lam": _json_number(cal.lam),
         "eps": cal.eps,
         "target_eps": cal.target_eps,
         "n": cal.n,
@@ -189,64 +265,82 @@ def _cmd_calibrate(args) -> dict:
 def _cmd_demo(args) -> None:
     from .demo import run_demo
 
-    run_demo(seed=args.seed)
-
-
-def _order(text: str) -> float:
-    return float(text)
+    run_demo(seed=args.seed, logistic=not args.no_logistic)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="privbayes",
         description="Posterior samples with a certified Rényi differential privacy guarantee.",
     )
     parser.add_argument("--version", action="version", version=f"privbayes {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def privacy_args(p):
-        p.add_argument("--lam", type=_order, required=True, help="Rényi order (> 1, or inf)")
-        p.add_argument("--eps", type=float, required=True, help="eps at --lam, in nats (> 0)")
-        p.add_argument("--method", choices=CONJUGATE_METHODS, default="diffused")
+    def privacy_args(p, methods=("direct", "diffused", "concentrated")):
+        p.add_argument(
+            "--lam", type=float, required=True, metavar="L", help="Rényi order (> 1, or inf)"
+        )
+        p.add_argument(
+            "--eps", type=float, required=True, metavar="E", help="eps at --lam, in nats (> 0)"
+        )
+        p.add_argument("--method", choices=methods, default="diffused")
         p.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
 
-    s = sub.add_parser("sample", help="release one private posterior sample from a CSV column")
+    def prior_args(p):
+        p.add_argument(
+            "--alpha",
+            type=float,
+            nargs="+",
+            default=None,
+            help="prior: ALPHA [BETA] for beta-bernoulli; a1 ... aK for dirichlet",
+        )
+        p.add_argument(
+            "--beta",
+            type=float,
+            default=None,
+            help="beta-bernoulli prior beta (default 1); logistic prior precision "
+            "per record (default 0.01)",
+        )
+        p.add_argument(
+            "--categories",
+            default=None,
+            help="dirichlet: the public comma-separated category labels, in order",
+        )
+        p.add_argument("--c", type=float, default=1.0, help="logistic: public bound on ||x||")
+
+    s = sub.add_parser("sample", help="release one private posterior sample from a CSV file")
     s.add_argument("--model", choices=MODELS, required=True)
     s.add_argument("--data", required=True, help="CSV file with a header row")
-    s.add_argument("--column", required=True)
-    privacy_args(s)
+    s.add_argument("--column", default=None, help="the data column (conjugate models)")
+    s.add_argument("--label", default=None, help="logistic: the 0/1 (or ±1) label column")
     s.add_argument(
-        "--alpha",
-        type=float,
-        nargs="+",
+        "--features",
         default=None,
-        help="prior: ALPHA [BETA] for beta-bernoulli; a1 ... aK for dirichlet",
-    )
-    s.add_argument("--beta", type=float, default=1.0, help="beta-bernoulli prior beta")
-    s.add_argument(
-        "--positive",
-        default=None,
-        help="beta-bernoulli: the column value counted as 1 (others count as 0)",
+        help="logistic: comma-separated feature columns (default: all but --label)",
     )
     s.add_argument(
-        "--categories",
-        default=None,
-        help="dirichlet: the public comma-separated category labels, in order",
+        "--clip",
+        action="store_true",
+        help="logistic: clip rows to norm --c instead of refusing them",
     )
+    s.add_argument(
+        "--positive", default=None, help="the label value counted as 1 (others count as 0)"
+    )
+    privacy_args(s, GLM_METHODS)
+    prior_args(s)
     s.set_defaults(func=_cmd_sample)
 
     q = sub.add_parser("query", help="private mean of a bounded numeric CSV column")
     q.add_argument("--data", required=True)
     q.add_argument("--column", required=True)
     q.add_argument(
-        "--range",
+        "--low",
         type=float,
-        nargs=2,
         required=True,
-        metavar=("LOW", "HIGH"),
-        help="public bounds of the column; values are rescaled to [0, 1]",
+        help="public lower bound of the column (use --low=-5 for negatives)",
     )
-    q.add_argument("--clip", action="store_true", help="clip values outside --range")
+    q.add_argument("--high", type=float, required=True, help="public upper bound")
+    q.add_argument("--clip", action="store_true", help="clip values outside [low, high]")
     privacy_args(q)
     q.add_argument("--alpha", type=float, default=1.0)
     q.add_argument("--beta", type=float, default=1.0)
@@ -255,13 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("calibrate", help="the knob (r or m) for (lam, eps); no data needed")
     c.add_argument("--model", choices=MODELS, required=True)
     c.add_argument("--n", type=int, required=True)
-    privacy_args(c)
-    c.add_argument("--alpha", type=float, nargs="+", default=None)
-    c.add_argument("--beta", type=float, default=1.0)
+    privacy_args(c, GLM_METHODS)
+    prior_args(c)
     c.set_defaults(func=_cmd_calibrate)
 
     d = sub.add_parser("demo", help="private releases on data sets shipped with scikit-learn")
     d.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
+    d.add_argument("--no-logistic", action="store_true", help="skip the MCMC row (faster)")
     d.set_defaults(func=_cmd_demo)
     return parser
 
@@ -272,11 +366,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         out = args.func(args)
-    except (UsageError, ValueError, TypeError) as exc:
-        print(f"privbayes {args.command}: error: {exc}", file=sys.stderr)
+    except (
+        UsageError,
+        ValueError,
+        TypeError,
+        OverflowError,
+        ConvergenceError,
+        SamplingError,
+    ) as exc:
+        message = " ".join(str(exc).split())  # one line
+        print(f"privbayes {args.command}: error: {message}", file=sys.stderr)
         return 2
     if out is not None:
-        print(json.dumps(out))
+        print(json.dumps(out, allow_nan=False))
     return 0
 
 

@@ -40,6 +40,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     coef_ : (1, n_features), intercept_ : (1,), classes_ : (2,), n_features_in_ : int,
     privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples.
     samples_ : (n_samples, n_features + fit_intercept) the released draws.
+    calibration_ : the Calibration of each release (public: r, m, eps at lam).
 
     Raises ValueError for more than two classes, one class, NaN/inf, rows over the bound.
     """
@@ -129,6 +130,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.intercept_ = (
             np.array([w[d] * self.intercept_scaling]) if self.fit_intercept else np.zeros(1)
         )
+        self.calibration_ = releases[0].calibration
         per = [rel.eps for rel in releases]
         self.privacy_ = {
             "method": self.method,

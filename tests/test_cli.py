@@ -119,8 +119,9 @@ def test_query_and_calibrate(csv_file, capsys):
         str(csv_file),
         "--column",
         "age",
-        "--range",
+        "--low",
         "0",
+        "--high",
         "120",
         "--lam",
         "2",
@@ -152,7 +153,7 @@ def test_query_and_calibrate(csv_file, capsys):
     [
         (["--data", "missing.csv", "--column", "flag"], "no such file"),
         (["--column", "nope"], "no column 'nope'"),
-        (["--column", "color"], "row 0 is 'red'"),
+        (["--column", "color"], "line 2 is 'red'"),
         (["--column", "flag", "--eps", "-1"], "eps"),
         (["--column", "flag", "--lam", "1"], "lam must be > 1"),
         (["--column", "flag", "--method", "direct", "--lam", "5"], "direct sampling"),
@@ -176,8 +177,8 @@ def test_query_out_of_range_is_refused_unless_clipped(csv_file, capsys):
         str(csv_file),
         "--column",
         "age",
-        "--range",
-        "20",
+        "--low=-5e0",
+        "--high",
         "60",
         "--lam",
         "2",
@@ -185,7 +186,7 @@ def test_query_out_of_range_is_refused_unless_clipped(csv_file, capsys):
         "1",
     ]
     code, _, err = run(capsys, *args)
-    assert code == 2 and "outside --range" in err
+    assert code == 2 and "outside [-5, 60]" in err
     code, out, _ = run(capsys, *args, "--clip")
     assert code == 0 and json.loads(out)["n"] == 60
 
@@ -227,8 +228,118 @@ def test_bad_csv(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1
 
 
+def test_argument_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["sample", "--model", "beta-bernoulli", "--lam", "abc"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and "--lam" in err
+
+
+def test_csv_details(tmp_path, capsys):
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes("\ufeffsmoker\n1\n0\n1\n".encode())
+    code, out, _ = run(
+        capsys,
+        "sample",
+        "--model",
+        "beta-bernoulli",
+        "--data",
+        str(bom),
+        "--column",
+        "smoker",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+    )
+    assert code == 0 and json.loads(out)["n"] == 3
+    dup = tmp_path / "dup.csv"
+    dup.write_text("a,a\n1,0\n")
+    code, _, err = run(
+        capsys,
+        "sample",
+        "--model",
+        "beta-bernoulli",
+        "--data",
+        str(dup),
+        "--column",
+        "a",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+    )
+    assert code == 2 and "duplicate column" in err
+    code, _, err = run(
+        capsys,
+        "sample",
+        "--model",
+        "dirichlet-categorical",
+        "--data",
+        str(dup),
+        "--column",
+        "a",
+        "--categories",
+        "x,x,y",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+    )
+    assert code == 2 and "duplicate labels" in err
+    code, out, _ = run(
+        capsys, "calibrate", "--model", "beta-bernoulli", "--n", "0", "--lam", "inf", "--eps", "1"
+    )
+    assert code == 0 and json.loads(out)["lam"] == "inf"  # strict JSON
+    code, _, err = run(
+        capsys,
+        "calibrate",
+        "--model",
+        "beta-bernoulli",
+        "--n",
+        "100000000000000000000",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+    )
+    assert code == 2 and "n must be" in err
+
+
+def test_sample_logistic(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 2)) * 0.4
+    y = (X[:, 0] > 0).astype(int)
+    path = tmp_path / "lr.csv"
+    path.write_text("f1,f2,label\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, y)))
+    args = [
+        "sample",
+        "--model",
+        "logistic",
+        "--data",
+        str(path),
+        "--label",
+        "label",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+        "--seed",
+        "0",
+        "--clip",
+    ]
+    code, out, err = run(capsys, *args)
+    res = json.loads(out)
+    assert code == 0 and len(res["value"]) == 2 and res["features"] == ["f1", "f2"]
+    code, out, err = run(capsys, *args, "--method", "ops", "--beta", "0.5")
+    assert code == 0 and json.loads(out)["method"] == "ops"
+    path.write_text("f1,label\n5.0,1\n0.1,0\n")
+    code, _, err = run(capsys, *args[:-1])
+    assert code == 2 and "norm > c" in err
+
+
 def test_demo_runs_on_real_data(capsys):
-    code, out, _ = run(capsys, "demo", "--seed", "0")
+    code, out, _ = run(capsys, "demo", "--seed", "0", "--no-logistic")
     assert code == 0
     assert "breast cancer" in out and "wine" in out and "digits" in out and "query" in out
     assert "NOT private" in out

@@ -23,6 +23,10 @@ import numpy as np
 
 from ..errors import ConvergenceError, SamplingError
 
+# PyPI's PyTensor cannot find a BLAS to link and says so on every first compile; the
+# speed cost is known (benchmarks/glm.py) and the message is noise to our users.
+warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
+
 RHAT_MAX = 1.01
 _RETRIES = 2
 _CACHE: dict[tuple[int, float], _Compiled] = {}
