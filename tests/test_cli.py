@@ -311,7 +311,9 @@ def test_sample_logistic(tmp_path, capsys):
     X = rng.normal(size=(80, 2)) * 0.4
     y = (X[:, 0] > 0).astype(int)
     path = tmp_path / "lr.csv"
-    path.write_text("f1,f2,label\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, y)))
+    path.write_text(
+        "f1,f2,label\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, y, strict=True))
+    )
     args = [
         "sample",
         "--model",
