@@ -40,8 +40,9 @@ class BayesianLogisticRegression(Frozen):
     c : float > 0, the public bound on feature norms, ||x||_2 <= c.
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
         contains the MAP estimate of every data set: docs/glm.md).
-    tune, draws, chains : MCMC settings of the sampling back-end (NUTS via PyMC). When
-        the diagnostics fail, the run is repeated with twice the draws, up to two times.
+    tune, draws, chains : MCMC settings of the sampling back-end (NUTS via PyMC).
+    reruns : when the diagnostics fail, the run is repeated with twice the tuning and
+        draws, up to this many times (default 2).
     target_accept : NUTS target acceptance rate.
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
@@ -61,14 +62,21 @@ class BayesianLogisticRegression(Frozen):
         draws: int = 1000,
         chains: int = 4,
         target_accept: float = 0.9,
+        reruns: int = 2,
     ) -> None:
         self.beta = check_positive(beta, "beta")
         self.c = check_positive(c, "c")
         self.radius = self.c / self.beta if radius is None else check_positive(radius, "radius")
-        for name, v, low in (("tune", tune, 0), ("draws", draws, 1), ("chains", chains, 1)):
+        for name, v, low in (
+            ("tune", tune, 0),
+            ("draws", draws, 1),
+            ("chains", chains, 1),
+            ("reruns", reruns, 0),
+        ):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
                 raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
         self.tune, self.draws, self.chains = int(tune), int(draws), int(chains)
+        self.reruns = int(reruns)
         if not 0 < target_accept < 1:
             raise ValueError(f"target_accept must be in (0, 1); got {target_accept}")
         self.target_accept = float(target_accept)

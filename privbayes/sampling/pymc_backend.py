@@ -28,7 +28,6 @@ from ..errors import ConvergenceError, SamplingError
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 
 RHAT_MAX = 1.01
-_RETRIES = 2
 _CACHE: dict[tuple[int, float], _Compiled] = {}
 
 
@@ -118,9 +117,9 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str):
     """One released weight vector (d,) and its diagnostics; raises ConvergenceError.
 
     A run whose diagnostics fail is repeated with twice the tuning and draws (R-hat of a
-    converged chain still fluctuates around 1.01 with few draws), at most twice.
+    converged chain still fluctuates around 1.01 with few draws), ``model.reruns`` times.
     """
-    for attempt in range(_RETRIES + 1):
+    for attempt in range(model.reruns + 1):
         draws, diag = posterior_draws(
             model, xy, cal.r, cal.m, rng, progressbar=progressbar, scale=2**attempt
         )
