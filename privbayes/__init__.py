@@ -5,6 +5,8 @@ Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior
 """
 
 from . import preprocessing
+from .accounting import RdpAccountant
+from .accounting.ledger import Ledger
 from .calibration import Calibration, calibrate
 from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
 from .errors import (
@@ -29,9 +31,11 @@ __all__ = [
     "Calibration",
     "DirichletCategorical",
     "InfeasiblePrivacyError",
+    "Ledger",
     "PrivBayesError",
     "PrivateLogisticRegression",
     "PrivateSample",
+    "RdpAccountant",
     "calibrate",
     "preprocessing",
     "release_query",

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
+from .accounting.ledger import Ledger
 from .calibration import calibrate
-from .errors import ConvergenceError, SamplingError
+from .errors import BudgetExceededError, ConvergenceError, SamplingError
 from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
 from .models.logistic import GLM_METHODS
 from .preprocessing import clip_rows
@@ -189,10 +192,25 @@ def _logistic(args, table: _Table) -> dict:
     model = BayesianLogisticRegression(beta=beta, c=args.c)
     if args.clip:
         X = clip_rows(X, args.c)
-    rel = sample(model, (X, y), args.lam, args.eps, args.method, rng=args.seed)
+    rel = sample(
+        model, (X, y), args.lam, args.eps, args.method, rng=args.seed, **_ledger_args(args)
+    )
     out = _result(rel)
     out["features"] = names
     return out
+
+
+def _ledger_args(args) -> dict:
+    """ledger/dataset keyword arguments for sample() from --ledger/--dataset."""
+    if args.ledger is None:
+        if args.dataset is not None:
+            raise UsageError("--dataset needs --ledger PATH")
+        return {}
+    return {
+        "ledger": Ledger(args.ledger),
+        "dataset": args.dataset or Path(args.data).stem,
+        "note": f"privbayes {args.command} {Path(args.data).name}",
+    }
 
 
 def _cmd_sample(args) -> dict:
@@ -210,7 +228,9 @@ def _cmd_sample(args) -> dict:
         data = _binary(cells, args.column, args.positive)
     else:
         data = _codes(cells, args.column, args.categories)
-    return _result(sample(model, data, args.lam, args.eps, args.method, rng=args.seed))
+    return _result(
+        sample(model, data, args.lam, args.eps, args.method, rng=args.seed, **_ledger_args(args))
+    )
 
 
 def _cmd_query(args) -> dict:
@@ -234,6 +254,7 @@ def _cmd_query(args) -> dict:
         alpha=args.alpha,
         beta=args.beta,
         rng=args.seed,
+        **_ledger_args(args),
     )
     out = _result(rel)
     out["value_in_range"] = lo + (hi - lo) * rel.value
@@ -262,6 +283,40 @@ def _cmd_calibrate(args) -> dict:
     }
 
 
+def _cmd_budget(args):
+    ledger = Ledger(args.ledger)
+    if args.action == "init":
+        if args.name is None or args.eps is None or args.delta is None:
+            raise UsageError("budget init needs NAME --eps E --delta D")
+        ledger.init_budget(args.name, args.eps, args.delta)
+        return {
+            "dataset": args.name,
+            "eps_budget": args.eps,
+            "delta": args.delta,
+            "ledger": str(ledger.path),
+        }
+    try:
+        status = ledger.status(args.name)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    if not status:
+        print(f"no budgets in {ledger.path}")
+    for b in status:
+        print(
+            f"{b['dataset']}: spent eps={b['eps_spent']:.6g} of {b['eps_budget']:g} "
+            f"at delta={b['delta']:g} ({len(b['charges'])} charges)"
+        )
+        if b["charges"]:
+            print(f"  {'id':>4}  {'time (UTC)':<19}  {'eps after':>10}  mechanism / note")
+        for c in b["charges"]:
+            when = datetime.datetime.fromtimestamp(c["time"], datetime.UTC)
+            print(
+                f"  {c['id']:>4}  {when:%Y-%m-%d %H:%M:%S}  {c['eps_after']:>10.6g}  "
+                f"{c['mechanism']}" + (f" / {c['note']}" if c["note"] else "")
+            )
+    return None
+
+
 def _cmd_demo(args) -> None:
     from .demo import run_demo
 
@@ -285,6 +340,18 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--method", choices=methods, default="diffused")
         p.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
+
+    def ledger_arg(p):
+        p.add_argument(
+            "--ledger",
+            default=os.environ.get("PRIVBAYES_LEDGER"),
+            help="SQLite privacy ledger to charge (default: $PRIVBAYES_LEDGER)",
+        )
+        p.add_argument(
+            "--dataset",
+            default=None,
+            help="the budget's name in the ledger (default: the data file's stem)",
+        )
 
     def prior_args(p):
         p.add_argument(
@@ -328,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     privacy_args(s, GLM_METHODS)
     prior_args(s)
+    ledger_arg(s)
     s.set_defaults(func=_cmd_sample)
 
     q = sub.add_parser("query", help="private mean of a bounded numeric CSV column")
@@ -344,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     privacy_args(q)
     q.add_argument("--alpha", type=float, default=1.0)
     q.add_argument("--beta", type=float, default=1.0)
+    ledger_arg(q)
     q.set_defaults(func=_cmd_query)
 
     c = sub.add_parser("calibrate", help="the knob (r or m) for (lam, eps); no data needed")
@@ -352,6 +421,16 @@ def build_parser() -> argparse.ArgumentParser:
     privacy_args(c, GLM_METHODS)
     prior_args(c)
     c.set_defaults(func=_cmd_calibrate)
+
+    b = sub.add_parser("budget", help="privacy budgets in an SQLite ledger: init, show")
+    b.add_argument("action", choices=("init", "show"))
+    b.add_argument("name", nargs="?", default=None, help="the data set's budget name")
+    b.add_argument("--eps", type=float, default=None)
+    b.add_argument("--delta", type=float, default=None)
+    b.add_argument(
+        "--ledger", default=os.environ.get("PRIVBAYES_LEDGER", "privbayes-ledger.sqlite")
+    )
+    b.set_defaults(func=_cmd_budget)
 
     d = sub.add_parser("demo", help="private releases on data sets shipped with scikit-learn")
     d.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
@@ -373,8 +452,11 @@ def main(argv: list[str] | None = None) -> int:
         OverflowError,
         ConvergenceError,
         SamplingError,
+        BudgetExceededError,
+        KeyError,
     ) as exc:
-        message = " ".join(str(exc).split())  # one line
+        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        message = " ".join(str(text).split())  # one line
         print(f"privbayes {args.command}: error: {message}", file=sys.stderr)
         return 2
     if out is not None:

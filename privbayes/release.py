@@ -67,8 +67,34 @@ def _check_model(model) -> None:
         raise TypeError(f"model must be a privbayes model; got {type(model).__name__}")
 
 
-def _release(model, stats, n: int, lam: float, eps: float, method: str, rng, **options):
+def _check_ledger(ledger, dataset) -> None:
+    if ledger is None:
+        if dataset is not None:
+            raise ValueError("dataset is only used with a ledger; pass ledger=Ledger(path)")
+        return
+    if not hasattr(ledger, "charge"):
+        raise TypeError(f"ledger must be a privbayes Ledger; got {type(ledger).__name__}")
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise ValueError("a ledger needs dataset='name' (the budget to charge)")
+
+
+def _release(
+    model,
+    stats,
+    n: int,
+    lam: float,
+    eps: float,
+    method: str,
+    rng,
+    *,
+    ledger=None,
+    dataset=None,
+    note="",
+    **options,
+):
     cal = model._calibrate(n, lam, eps, method)
+    if ledger is not None:  # charge first: a release that cannot be charged is not made
+        ledger.charge(dataset, cal, note=note)
     value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), **options)
     return PrivateSample(value, log_value, cal.method, cal.r, cal.m, cal.lam, cal.eps, n, cal, diag)
 
@@ -83,6 +109,9 @@ def sample(
     rng=None,
     progressbar: bool = False,
     on_bad_diagnostics: str = "raise",
+    ledger=None,
+    dataset: str | None = None,
+    note: str = "",
 ) -> PrivateSample:
     """Release one posterior sample with a certified (lam, eps)-RDP guarantee.
 
@@ -104,6 +133,10 @@ def sample(
     progressbar : GLM only: show the MCMC progress bar.
     on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when R-hat >
         1.01 or a transition diverged; "warn" warns and releases anyway.
+    ledger, dataset, note : a :class:`privbayes.Ledger` and the budget name to charge. The
+        mechanism's whole RDP curve is charged *before* sampling; BudgetExceededError means
+        nothing was released. (A GLM run that then fails its diagnostics keeps its charge:
+        the chains did read the data.)
 
     Returns
     -------
@@ -124,6 +157,7 @@ def sample(
         raise ValueError(
             f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
         )
+    _check_ledger(ledger, dataset)
     stats, n = model._statistics(data)
     return _release(
         model,
@@ -133,6 +167,9 @@ def sample(
         eps,
         method,
         rng,
+        ledger=ledger,
+        dataset=dataset,
+        note=note,
         progressbar=progressbar,
         on_bad_diagnostics=on_bad_diagnostics,
     )
@@ -148,6 +185,9 @@ def release_query(
     beta: float = 1.0,
     clip: bool = False,
     rng=None,
+    ledger=None,
+    dataset: str | None = None,
+    note: str = "",
 ) -> PrivateSample:
     """Private estimate of the mean of per-record values in [0, 1] (a statistical query).
 
@@ -159,7 +199,7 @@ def release_query(
     ----------
     values : array_like, shape (n,), each in [0, 1]: phi(x_i) for a query phi that the
         analyst fixed in advance. Rescale by a *public* range first.
-    lam, eps, method, rng : as in :func:`sample`.
+    lam, eps, method, rng, ledger, dataset, note : as in :func:`sample`.
     alpha, beta : the Beta prior (public).
     clip : False (default) refuses values outside [0, 1]; True clips them to [0, 1]
         explicitly (the guarantee then holds for the clipped query).
@@ -170,6 +210,7 @@ def release_query(
     """
     lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
     clip = check_bool(clip, "clip")
+    _check_ledger(ledger, dataset)
     model = BetaBernoulli(alpha, beta)
     arr = as_numeric_array(values, "values")
     if arr.ndim != 1:
@@ -185,4 +226,15 @@ def release_query(
         )
     s = float(arr.sum())
     counts = np.array([s, max(arr.size - s, 0.0)])
-    return _release(model, counts, int(arr.size), lam, eps, method, rng)
+    return _release(
+        model,
+        counts,
+        int(arr.size),
+        lam,
+        eps,
+        method,
+        rng,
+        ledger=ledger,
+        dataset=dataset,
+        note=note,
+    )
