@@ -25,7 +25,9 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check privbayes tests benchmarks experiments
 
 bench: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python benchmarks/calibration.py
+	$(BIN)/python benchmarks/accounting.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from scipy import integrate, special
 
 
 def _orders(orders) -> np.ndarray:
@@ -126,6 +126,8 @@ def randomized_response_rdp(orders, p: float) -> np.ndarray:
 
 # -- Poisson-subsampled Gaussian ---------------------------------------------------------
 
+_SERIES_MAX_TERMS = 300
+
 
 def _log_add(a: float, b: float) -> float:
     if a == -math.inf:
@@ -147,48 +149,87 @@ def _log_sub(a: float, b: float) -> float:
 
 def _log_a_int(q: float, sigma: float, alpha: int) -> float:
     """log E[(mu/mu0)^alpha] for integer alpha: a finite binomial sum (Mironov et al. 2019)."""
-    log_a = -math.inf
-    for k in range(alpha + 1):
-        log_coef = (
-            math.lgamma(alpha + 1)
-            - math.lgamma(k + 1)
-            - math.lgamma(alpha - k + 1)
-            + k * math.log(q)
-            + (alpha - k) * math.log1p(-q)
-        )
-        log_a = _log_add(log_a, log_coef + (k * k - k) / (2 * sigma**2))
-    return log_a
+    k = np.arange(alpha + 1, dtype=float)
+    log_terms = (
+        special.gammaln(alpha + 1)
+        - special.gammaln(k + 1)
+        - special.gammaln(alpha - k + 1)
+        + k * math.log(q)
+        + (alpha - k) * math.log1p(-q)
+        + (k * k - k) / (2 * sigma**2)
+    )
+    return float(special.logsumexp(log_terms))
 
 
 def _log_erfc(x: float) -> float:
     return math.log(2.0) + special.log_ndtr(-x * math.sqrt(2.0))
 
 
+def _log_a_quad(q: float, sigma: float, alpha: float) -> float:
+    """log E_{mu0}[f^alpha], f = (1-q) + q mu1/mu0, by adaptive quadrature of the
+    non-negative integrand mu0 (f^alpha - 1 - alpha (f - 1)) (its integral is A - 1, as
+    E f = 1), so nothing cancels even for alpha near 1."""
+    s2 = sigma * sigma
+
+    def integrand(z: float) -> float:
+        u = q * math.expm1((2 * z - 1) / (2 * s2))  # f - 1, exact for small values
+        if abs(u) < 0.1:  # (1+u)^alpha - 1 - alpha u as its binomial series
+            term, acc, k = u * u * alpha * (alpha - 1) / 2, 0.0, 2
+            while abs(term) > 1e-17 * abs(acc) or k == 2:
+                acc += term
+                term *= u * (alpha - k) / (k + 1)
+                k += 1
+            g = acc
+        else:
+            g = math.expm1(alpha * math.log1p(u)) - alpha * u
+        return math.exp(-z * z / (2 * s2)) / math.sqrt(2 * math.pi * s2) * g
+
+    # the integrand's mass sits between the two Gaussians' bulk and alpha's tilt
+    hi = 1.0 + alpha + 40 * sigma
+    parts = [(-40 * sigma, 0.5), (0.5, hi)]
+    total = sum(
+        integrate.quad(integrand, a, b, epsabs=0, epsrel=1e-12, limit=400)[0] for a, b in parts
+    )
+    return math.log1p(total)
+
+
 def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
     """log E[(mu/mu0)^alpha] for fractional alpha: the exact two-series expansion of
-    Mironov, Talwar & Zhang (2019, §3.3), summed until the terms fall below e^-30 of
-    the running total, with signs handled in log space."""
+    Mironov, Talwar & Zhang (2019, §3.3), summed until the terms fall below e^-33 of the
+    running total, with signs handled in log space. Near alpha = 1 with a large q the
+    series converges too slowly (dp-accounting drops such orders); we switch to
+    :func:`_log_a_quad`, which is exact too."""
     log_a0 = log_a1 = -math.inf
     z0 = sigma**2 * math.log(1 / q - 1) + 0.5
-    i = 0
-    while True:
-        coef = special.binom(alpha, i)
+    s2, lq, l1q = 2 * sigma**2, math.log(q), math.log1p(-q)
+    coef = 1.0
+    for i in range(_SERIES_MAX_TERMS):
+        if i:
+            coef *= (alpha - i + 1) / i  # binom(alpha, i) by recurrence
         log_coef = math.log(abs(coef))
         j = alpha - i
-        log_t0 = log_coef + i * math.log(q) + j * math.log1p(-q)
-        log_t1 = log_coef + j * math.log(q) + i * math.log1p(-q)
-        log_e0 = math.log(0.5) + _log_erfc((i - z0) / (math.sqrt(2) * sigma))
-        log_e1 = math.log(0.5) + _log_erfc((z0 - j) / (math.sqrt(2) * sigma))
-        log_s0 = log_t0 + (i * i - i) / (2 * sigma**2) + log_e0
-        log_s1 = log_t1 + (j * j - j) / (2 * sigma**2) + log_e1
+        log_s0 = (
+            log_coef
+            + i * lq
+            + j * l1q
+            + (i * i - i) / s2
+            + float(special.log_ndtr((z0 - i) / sigma))
+        )
+        log_s1 = (
+            log_coef
+            + j * lq
+            + i * l1q
+            + (j * j - j) / s2
+            + float(special.log_ndtr((j - z0) / sigma))
+        )
         if coef > 0:
             log_a0, log_a1 = _log_add(log_a0, log_s0), _log_add(log_a1, log_s1)
         else:
             log_a0, log_a1 = _log_sub(log_a0, log_s0), _log_sub(log_a1, log_s1)
-        i += 1
         total = _log_add(log_a0, log_a1)
-        if max(log_s0, log_s1) < total - 36.0 or i > 10_000:
+        if max(log_s0, log_s1) < total - 33.0:
             return total
+    return _log_a_quad(q, sigma, alpha)
 
 
 def subsampled_gaussian_rdp(orders, q: float, sigma: float) -> np.ndarray:

@@ -1,0 +1,76 @@
+"""Subsampled-Gaussian RDP curves and a 10,000-step composition: privbayes vs Google's
+dp-accounting in the same process (install it with `pip install -e ".[bench]"`).
+
+Prints both times, their ratio, and the largest relative difference on integer orders
+(dp-accounting bounds fractional orders conservatively since 2024, so those differ).
+
+    .venv/bin/python benchmarks/accounting.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from privbayes.accounting import DEFAULT_ORDERS, RdpAccountant, subsampled_gaussian_rdp
+
+PAIRS = [(q, s) for q in (0.001, 0.01, 0.05, 0.1, 0.3) for s in (0.8, 2.0)]
+STEPS, DELTA = 10_000, 1e-6
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def main() -> None:
+    try:
+        import dp_accounting
+        from dp_accounting.rdp import rdp_privacy_accountant as google
+    except ImportError:
+        raise SystemExit("dp-accounting is not installed: pip install -e '.[bench]'") from None
+    orders = DEFAULT_ORDERS[np.isfinite(DEFAULT_ORDERS)]
+    ints = np.isclose(orders, np.round(orders))
+    print(
+        f"{len(PAIRS)} (q, sigma) pairs on {orders.size} orders "
+        f"({int(ints.sum())} integer), then eps after {STEPS:,} steps at delta={DELTA:g}"
+    )
+
+    ours, t_ours = timed(lambda: [subsampled_gaussian_rdp(orders, q, s) for q, s in PAIRS])
+    theirs, t_theirs = timed(
+        lambda: [google._compute_rdp_poisson_subsampled_gaussian(q, s, orders) for q, s in PAIRS]
+    )
+    rel = max(
+        float(np.max(np.abs(a[ints] - b[ints]) / np.maximum(np.abs(b[ints]), 1e-300)))
+        for a, b in zip(ours, theirs, strict=True)
+    )
+    print(
+        f"curves:      privbayes {t_ours:8.3f} s   dp-accounting {t_theirs:8.3f} s   "
+        f"ratio {t_theirs / t_ours:6.2f}x   max rel diff (integer orders) {rel:.2e}"
+    )
+
+    q, s = 0.01, 1.1
+
+    def ours_eps():
+        acc = RdpAccountant(orders)
+        acc.compose(lambda o: subsampled_gaussian_rdp(o, q, s), STEPS)
+        return acc.get_epsilon(DELTA, refine=False)
+
+    def theirs_eps():
+        acc = google.RdpAccountant(list(orders))
+        event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s))
+        acc.compose(event, STEPS)
+        return acc.get_epsilon(DELTA)
+
+    e1, t1 = timed(ours_eps)
+    e2, t2 = timed(theirs_eps)
+    print(
+        f"composition: privbayes {t1:8.3f} s   dp-accounting {t2:8.3f} s   ratio {t2 / t1:6.2f}x"
+        f"   eps {e1:.6f} vs {e2:.6f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
