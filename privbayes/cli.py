@@ -12,6 +12,7 @@ import datetime
 import json
 import math
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -207,7 +208,7 @@ def _ledger_args(args) -> dict:
             raise UsageError("--dataset needs --ledger PATH")
         return {}
     return {
-        "ledger": Ledger(args.ledger),
+        "ledger": Ledger(args.ledger, create=False),
         "dataset": args.dataset or Path(args.data).stem,
         "note": f"privbayes {args.command} {Path(args.data).name}",
     }
@@ -284,7 +285,7 @@ def _cmd_calibrate(args) -> dict:
 
 
 def _cmd_budget(args):
-    ledger = Ledger(args.ledger)
+    ledger = Ledger(args.ledger, create=args.action == "init")
     if args.action == "init":
         if args.name is None or args.eps is None or args.delta is None:
             raise UsageError("budget init needs NAME --eps E --delta D")
@@ -454,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         SamplingError,
         BudgetExceededError,
         KeyError,
+        OSError,
+        sqlite3.Error,
     ) as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         message = " ".join(str(text).split())  # one line

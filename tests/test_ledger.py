@@ -162,3 +162,45 @@ def test_budget_cli(tmp_path, capsys):
     shown = capsys.readouterr().out
     assert "flips: spent eps=" in shown and "privbayes sample flips.csv" in shown
     assert main(["budget", "show", "nope", "--ledger", db]) == 2
+
+
+def test_unsorted_orders_and_missing_ledgers(tmp_path, capsys):
+    ledger = Ledger(tmp_path / "u.db", orders=[64, 32, 16, 8, 4, 2])
+    assert ledger.orders.tolist() == [2, 4, 8, 16, 32, 64]
+    ledger.init_budget("d", 5.0, 1e-6)
+    charged = 0
+    with pytest.raises(BudgetExceededError):
+        while True:
+            ledger.charge("d", lambda o: pb.accounting.gaussian_rdp(o, 3.0))
+            charged += 1
+    acc = RdpAccountant([2, 4, 8, 16, 32, 64]).compose(
+        lambda o: pb.accounting.gaussian_rdp(o, 3.0), charged
+    )
+    assert acc.get_epsilon(1e-6, refine=False) <= 5.0  # what the ledger let through is in budget
+    with pytest.raises(ValueError, match="orders"):
+        Ledger(tmp_path / "bad.db", orders=[])
+    data = tmp_path / "x.csv"
+    data.write_text("x\n1\n0\n")
+    code = main(
+        [
+            "sample",
+            "--model",
+            "beta-bernoulli",
+            "--data",
+            str(data),
+            "--column",
+            "x",
+            "--lam",
+            "2",
+            "--eps",
+            "1",
+            "--ledger",
+            str(tmp_path / "typo.db"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "no ledger" in err and not (tmp_path / "typo.db").exists()
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all")
+    assert main(["budget", "show", "--ledger", str(junk)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

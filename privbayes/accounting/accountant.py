@@ -37,10 +37,25 @@ class OrdersWarning(UserWarning):
 
 
 def _check_delta(delta) -> float:
+    if isinstance(delta, str | bool):
+        raise TypeError(f"delta must be a number in [0, 1]; got {delta!r}")
     d = float(delta)
     if not 0 <= d <= 1 or math.isnan(d):
         raise ValueError(f"delta must lie in [0, 1]; got {delta!r}")
     return d
+
+
+def _check_method(method) -> None:
+    if method not in ("improved", "mironov"):
+        raise ValueError(f"method must be 'improved' or 'mironov'; got {method!r}")
+
+
+def sorted_orders(orders) -> np.ndarray:
+    """Orders >= 1 (inf allowed) as a sorted array without repeats; ValueError if empty."""
+    lam = np.unique(_orders(orders).ravel())
+    if lam.size == 0:
+        raise ValueError("orders must not be empty")
+    return lam
 
 
 def rdp_to_dp(orders, eps, delta: float, method: str = "improved") -> np.ndarray:
@@ -55,8 +70,9 @@ def rdp_to_dp(orders, eps, delta: float, method: str = "improved") -> np.ndarray
     lam = _orders(orders)
     eps = np.broadcast_to(np.asarray(eps, float), lam.shape)
     delta = _check_delta(delta)
-    if method not in ("improved", "mironov"):
-        raise ValueError(f"method must be 'improved' or 'mironov'; got {method!r}")
+    _check_method(method)
+    if np.isnan(eps).any():
+        raise ValueError("eps must not be NaN")
     out = np.full(lam.shape, np.inf)
     inf = np.isinf(lam)
     out[inf] = eps[inf]
@@ -85,17 +101,19 @@ class RdpAccountant:
 
     Parameters
     ----------
-    orders : array of orders > 1 (inf allowed); default :data:`DEFAULT_ORDERS`, a dense
-        grid over (1, 1024] plus inf.
+    orders : array of orders >= 1 (inf allowed); default :data:`DEFAULT_ORDERS`, a dense
+        grid over (1, 1024] plus inf. Stored sorted and without repeats as ``self.orders``:
+        array curves must be given on ``self.orders``.
+
+    All composed curves must share one neighbour relation: privbayes releases are
+    replace-one; :func:`subsampled_gaussian_rdp` is add/remove (as in DP-SGD accountants).
     """
 
     def __init__(self, orders=None) -> None:
-        lam = DEFAULT_ORDERS if orders is None else _orders(orders).ravel()
-        if lam.size == 0:
-            raise ValueError("orders must not be empty")
-        self.orders = np.unique(lam)
+        self.orders = DEFAULT_ORDERS if orders is None else sorted_orders(orders)
         self._eps = np.zeros(self.orders.shape)
         self._parts: list[tuple[Callable, int]] | None = []  # None once a fixed array came
+        self._warn = True
 
     # -- composition ------------------------------------------------------------------
     def _evaluate(self, curve, orders: np.ndarray) -> np.ndarray:
@@ -111,22 +129,23 @@ class RdpAccountant:
         ``curve``: a PrivateSample/Calibration, a function ``orders -> eps``, or an array of
         eps on ``self.orders``.
         """
-        if isinstance(count, bool) or int(count) != count or count < 0:
+        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
             raise ValueError(f"count must be an integer >= 0; got {count!r}")
-        if isinstance(curve, np.ndarray | list | tuple):
-            eps = np.asarray(curve, float)
-            if eps.shape != self.orders.shape:
-                raise ValueError(
-                    f"an array curve must give eps at each of the {self.orders.size} orders; "
-                    f"got shape {eps.shape}"
-                )
-            self._parts = None  # no longer evaluable between grid points
-        else:
-            eps = self._evaluate(curve, self.orders)
-            if self._parts is not None:
-                self._parts.append((curve, int(count)))
+        fixed = isinstance(curve, np.ndarray | list | tuple)
+        eps = np.asarray(curve, float) if fixed else self._evaluate(curve, self.orders)
+        if eps.shape != self.orders.shape:
+            raise ValueError(
+                f"a curve must give eps at each of the {self.orders.size} orders "
+                f"(accountant.orders); got shape {eps.shape}"
+            )
         if np.isnan(eps).any() or (eps < 0).any():
             raise ValueError("a curve must be >= 0 at every order (no NaN)")
+        if count == 0:
+            return self  # nothing composed (and no 0 * inf)
+        if fixed:
+            self._parts = None  # no longer evaluable between grid points
+        elif self._parts is not None:
+            self._parts.append((curve, int(count)))
         self._eps = self._eps + int(count) * eps
         return self
 
@@ -148,21 +167,23 @@ class RdpAccountant:
         composed curve can be evaluated anywhere (never worse than the grid).
         """
         delta = _check_delta(delta)
-        if delta == 0:  # only pure DP (order inf) converts without a delta
-            i = np.flatnonzero(np.isinf(self.orders))
-            return (float(self._eps[i[0]]), math.inf) if i.size else (math.inf, math.inf)
+        _check_method(method)
+        inf = np.flatnonzero(np.isinf(self.orders))
+        pure = (float(self._eps[inf[0]]), math.inf) if inf.size else (math.inf, math.inf)
+        finite = np.flatnonzero(np.isfinite(self.orders) & (self.orders > 1))
+        if delta == 0 or finite.size == 0:  # only pure DP (order inf) is left
+            return pure
         dp = rdp_to_dp(self.orders, self._eps, delta, method)
         best = int(np.argmin(dp))
         eps, lam = float(dp[best]), float(self.orders[best])
         if not math.isfinite(eps):
             return eps, lam
-        finite = np.flatnonzero(np.isfinite(self.orders))
         refined = self._refine(best, delta, method) if refine else None
         if refined is not None and refined[0] < eps:
             eps, lam = refined
-        if eps > 0 and best in (finite[0], finite[-1]):
+        if eps > 0 and best in (finite[0], finite[-1]) and self._warn:
             warnings.warn(
-                f"the best order {lam:g} is at an end of `orders` "
+                f"the best grid order {self.orders[best]:g} is at an end of `orders` "
                 f"[{self.orders[finite[0]]:g}, {self.orders[finite[-1]]:g}]; "
                 "pass a wider `orders` grid to RdpAccountant",
                 OrdersWarning,
@@ -203,6 +224,8 @@ class RdpAccountant:
         if inf.any() and self._eps[inf][0] <= eps:
             return 0.0
         fin = ~inf & (self.orders > 1)
+        if not fin.any():
+            return 1.0
         log_d = _log_delta(self.orders[fin], self._eps[fin], eps)
         best = int(np.argmin(log_d))
         val = float(log_d[best])

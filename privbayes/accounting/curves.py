@@ -7,6 +7,7 @@ limit) and returns an array of the same shape, in nats, ``inf`` where unbounded.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy import integrate, special
@@ -23,9 +24,20 @@ def _orders(orders) -> np.ndarray:
 
 
 def _nonneg(value, name: str) -> float:
+    if isinstance(value, str | bool):
+        raise TypeError(f"{name} must be a number; got {value!r}")
     v = float(value)
     if not (v >= 0 and math.isfinite(v)):
         raise ValueError(f"{name} must be finite and >= 0; got {value!r}")
+    return v
+
+
+def _probability(value, name: str) -> float:
+    if isinstance(value, str | bool):
+        raise TypeError(f"{name} must be a number in [0, 1]; got {value!r}")
+    v = float(value)
+    if not 0 <= v <= 1:  # NaN fails too
+        raise ValueError(f"{name} must lie in [0, 1]; got {value!r}")
     return v
 
 
@@ -90,15 +102,16 @@ def laplace_rdp(orders, b: float, sensitivity: float = 1.0) -> np.ndarray:
     out = np.full(lam.shape, inv)
     mid = np.isfinite(lam) & (lam > 1)
     lm = lam[mid]
-    terms = np.stack(
-        [
-            np.log(lm / (2 * lm - 1)) + (lm - 1) * inv,
-            np.log((lm - 1) / (2 * lm - 1)) - lm * inv,
-        ]
-    )
-    out[mid] = special.logsumexp(terms, axis=0) / (lm - 1)
+    t = lm - 1
+    with np.errstate(over="ignore"):
+        # near order 1 the log's argument is 1 + O(t): form that O(t) part directly
+        near = (lm * np.expm1(t * inv) + t * np.expm1(-lm * inv)) / (2 * lm - 1)
+        small = np.log1p(near) / t
+    terms = np.stack([np.log(lm / (2 * lm - 1)) + t * inv, np.log(t / (2 * lm - 1)) - lm * inv])
+    large = special.logsumexp(terms, axis=0) / t
+    out[mid] = np.where((t < 1) & (t * inv < 50), small, large)
     out[lam == 1] = inv + np.expm1(-inv)
-    return np.minimum(out, inv)
+    return np.clip(out, 0.0, inv)
 
 
 def randomized_response_rdp(orders, p: float) -> np.ndarray:
@@ -109,17 +122,20 @@ def randomized_response_rdp(orders, p: float) -> np.ndarray:
     (except at... every order > 1 and at 1), p = 1/2 is 0.
     """
     lam = _orders(orders)
-    p = float(p)
-    if not 0 <= p <= 1:
-        raise ValueError(f"p must lie in [0, 1]; got {p}")
+    p = _probability(p, "p")
     if p in (0.0, 1.0):
         return np.full(lam.shape, np.inf)
     lp, lq = math.log(p), math.log1p(-p)
-    out = np.full(lam.shape, abs(lp - lq))
+    ell = lp - lq  # the privacy loss is +ell with probability p, -ell with 1 - p
+    out = np.full(lam.shape, abs(ell))
     mid = np.isfinite(lam) & (lam > 1)
     lm = lam[mid]
+    t = lm - 1
+    with np.errstate(over="ignore"):
+        small = np.log1p(p * np.expm1(t * ell) + (1 - p) * np.expm1(-t * ell)) / t
     terms = np.stack([lm * lp + (1 - lm) * lq, lm * lq + (1 - lm) * lp])
-    out[mid] = special.logsumexp(terms, axis=0) / (lm - 1)
+    large = special.logsumexp(terms, axis=0) / t
+    out[mid] = np.where((t < 1) & (t * abs(ell) < 50), small, large)
     out[lam == 1] = (2 * p - 1) * (lp - lq)
     return np.maximum(out, 0.0)
 
@@ -127,6 +143,7 @@ def randomized_response_rdp(orders, p: float) -> np.ndarray:
 # -- Poisson-subsampled Gaussian ---------------------------------------------------------
 
 _SERIES_MAX_TERMS = 300
+_NEAR_ONE = 0.01  # orders below 1 + this use quadrature
 
 
 def _log_add(a: float, b: float) -> float:
@@ -165,6 +182,25 @@ def _log_erfc(x: float) -> float:
     return math.log(2.0) + special.log_ndtr(-x * math.sqrt(2.0))
 
 
+def _near_one_quad(q: float, sigma: float, alpha: float) -> float:
+    """eps at an order in [1, 1.01): log1p(I)/(alpha - 1) with I = A - 1 = O(alpha - 1)
+    by quadrature; at alpha = 1 exactly the KL divergence, the integral of
+    mu0 (f log f - (f - 1)) >= 0."""
+    if alpha > 1:
+        return _log_a_quad(q, sigma, alpha) / (alpha - 1)
+    s2 = sigma * sigma
+
+    def integrand(z: float) -> float:
+        u = q * math.expm1((2 * z - 1) / (2 * s2))
+        g = (1 + u) * math.log1p(u) - u
+        return math.exp(-z * z / (2 * s2)) / math.sqrt(2 * math.pi * s2) * g
+
+    parts = [(-40 * sigma, 0.5), (0.5, 2.0 + 40 * sigma)]
+    return sum(
+        integrate.quad(integrand, lo, hi, epsabs=0, epsrel=1e-12, limit=400)[0] for lo, hi in parts
+    )
+
+
 def _log_a_quad(q: float, sigma: float, alpha: float) -> float:
     """log E_{mu0}[f^alpha], f = (1-q) + q mu1/mu0, by adaptive quadrature of the
     non-negative integrand mu0 (f^alpha - 1 - alpha (f - 1)) (its integral is A - 1, as
@@ -180,16 +216,20 @@ def _log_a_quad(q: float, sigma: float, alpha: float) -> float:
                 term *= u * (alpha - k) / (k + 1)
                 k += 1
             g = acc
-        else:
-            g = math.expm1(alpha * math.log1p(u)) - alpha * u
+        else:  # the same quantity, with both terms O(alpha - 1): no cancellation near 1
+            g = (1 + u) * math.expm1((alpha - 1) * math.log1p(u)) - (alpha - 1) * u
         return math.exp(-z * z / (2 * s2)) / math.sqrt(2 * math.pi * s2) * g
 
     # the integrand's mass sits between the two Gaussians' bulk and alpha's tilt
     hi = 1.0 + alpha + 40 * sigma
     parts = [(-40 * sigma, 0.5), (0.5, hi)]
-    total = sum(
-        integrate.quad(integrand, a, b, epsabs=0, epsrel=1e-12, limit=400)[0] for a, b in parts
-    )
+    with warnings.catch_warnings():  # quad's roundoff notices at 1e-12 requested accuracy
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        total = sum(
+            integrate.quad(integrand, lo, hi, epsabs=0, epsrel=1e-12, limit=400)[0]
+            for lo, hi in parts
+        )
+
     return math.log1p(total)
 
 
@@ -237,14 +277,16 @@ def subsampled_gaussian_rdp(orders, q: float, sigma: float) -> np.ndarray:
     sensitivity 1): sampling rate ``q``, noise multiplier ``sigma``.
 
     Integer orders: the exact binomial sum. Fractional orders: the exact series of Mironov,
-    Talwar & Zhang (2019) — not an upper bound; tests compare it with quadrature. q = 0 is
-    0 everywhere, q = 1 the plain Gaussian alpha / (2 sigma^2), sigma = 0 unbounded,
-    order inf unbounded for q > 0, order 1 the limit of the curve (evaluated at 1 + 1e-9).
+    Talwar & Zhang (2019) — not an upper bound; tests compare it with quadrature — or, where
+    it converges too slowly or cancels (orders below 1.01), adaptive quadrature of the
+    defining integral. Order 1 is the KL divergence. q = 0 is 0 everywhere, q = 1 the plain
+    Gaussian alpha / (2 sigma^2), sigma = 0 unbounded, order inf unbounded for q > 0.
+
+    Neighbours here are add/remove (as in DP-SGD accountants), not privbayes's replace-one:
+    do not compose the two kinds in one accountant.
     """
     lam = _orders(orders)
-    q = float(q)
-    if not 0 <= q <= 1:
-        raise ValueError(f"q must lie in [0, 1]; got {q}")
+    q = _probability(q, "q")
     sigma = _nonneg(sigma, "sigma")
     if q == 0:
         return np.zeros(lam.shape)
@@ -258,10 +300,12 @@ def subsampled_gaussian_rdp(orders, q: float, sigma: float) -> np.ndarray:
         if math.isinf(a):
             out[idx] = math.inf
             continue
-        a_eff = a if a > 1 else 1 + 1e-9
-        if float(a_eff).is_integer():
-            log_a = _log_a_int(q, sigma, int(a_eff))
+        if a - 1 < _NEAR_ONE:  # the series cancels there; quadrature stays exact
+            out[idx] = _near_one_quad(q, sigma, a)
+            continue
+        if float(a).is_integer():
+            log_a = _log_a_int(q, sigma, int(a))
         else:
-            log_a = _log_a_frac(q, sigma, a_eff)
-        out[idx] = max(log_a, 0.0) / (a_eff - 1)
+            log_a = _log_a_frac(q, sigma, a)
+        out[idx] = max(log_a, 0.0) / (a - 1)
     return out.reshape(lam.shape)

@@ -17,12 +17,13 @@ import json
 import math
 import sqlite3
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import BudgetExceededError
-from .accountant import DEFAULT_ORDERS, RdpAccountant, _check_delta
+from .accountant import DEFAULT_ORDERS, RdpAccountant, _check_delta, sorted_orders
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,17 +70,25 @@ class Ledger:
     timeout : seconds to wait for another process's charge to finish.
     """
 
-    def __init__(self, path, orders=None, timeout: float = 60.0) -> None:
+    def __init__(self, path, orders=None, timeout: float = 60.0, create: bool = True) -> None:
         self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(f"no ledger at {self.path}; create it with `budget init`")
         self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)  # idempotent; safe when several processes open at once
-        lam = DEFAULT_ORDERS if orders is None else np.asarray(orders, float)
+        lam = DEFAULT_ORDERS if orders is None else sorted_orders(orders)
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('orders', ?)", (_dumps(lam),))
         row = self._db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
         self.orders = np.array(json.loads(row[0]), dtype=float)
+        if orders is not None and not np.array_equal(self.orders, lam):
+            warnings.warn(
+                f"{self.path} already stores its own orders; the `orders` given are ignored",
+                UserWarning,
+                stacklevel=2,
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -118,7 +127,9 @@ class Ledger:
         return row[0], row[1], np.array(json.loads(row[2]), dtype=float)
 
     def _spent(self, total: np.ndarray, delta: float) -> float:
-        return RdpAccountant(self.orders).compose(total).get_epsilon(delta, refine=False)
+        acc = RdpAccountant(self.orders).compose(total)
+        acc._warn = False  # the ledger's grid is fixed; a grid-end warning is not actionable
+        return acc.get_epsilon(delta, refine=False)
 
     # -- charges --------------------------------------------------------------------
     def charge(self, dataset: str, charge, note: str = "") -> int:
