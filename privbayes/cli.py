@@ -89,8 +89,10 @@ def _floats(cells: list[tuple[int, str]], name: str) -> np.ndarray:
     return out
 
 
-def _binary(cells, name: str, positive: str | None) -> np.ndarray:
+def _binary(cells, name: str, positive: str | None, signed: bool = False) -> np.ndarray:
     truth = {"1": 1.0, "0": 0.0, "true": 1.0, "false": 0.0, "1.0": 1.0, "0.0": 0.0}
+    if signed:  # logistic labels may be -1/+1
+        truth.update({"-1": 0.0, "+1": 1.0, "-1.0": 0.0, "+1.0": 1.0})
     out = np.empty(len(cells))
     for i, (line, v) in enumerate(cells):
         if v == "":
@@ -101,7 +103,9 @@ def _binary(cells, name: str, positive: str | None) -> np.ndarray:
             out[i] = truth[v.lower()]
         else:
             raise UsageError(
-                f"column {name!r}: line {line} is {v!r}; expected 0/1 or true/false "
+                f"column {name!r}: line {line} is {v!r}; expected 0/1"
+                + (" (or -1/+1)" if signed else "")
+                + " or true/false "
                 "(or name the value counted as 1 with --positive)"
             )
     return out
@@ -180,15 +184,24 @@ def _conjugate_model(args):
 def _logistic(args, table: _Table) -> dict:
     if args.label is None:
         raise UsageError("--model logistic needs --label COL (and optionally --features)")
+    for flag, value in (
+        ("--column", args.column),
+        ("--alpha", args.alpha),
+        ("--categories", args.categories),
+    ):
+        if value is not None:
+            raise UsageError(f"{flag} does not apply to --model logistic")
     names = (
         [f.strip() for f in args.features.split(",")]
-        if args.features
+        if args.features is not None
         else [h for h in table.header if h != args.label]
     )
-    if not names:
-        raise UsageError("--features: no feature columns")
+    if not names or any(not f for f in names):
+        raise UsageError("--features: need one or more non-empty column names")
+    if len(set(names)) != len(names) or args.label in names:
+        raise UsageError("--features: repeated column, or the --label column among them")
     X = np.column_stack([_floats(table.column(f, "--features"), f) for f in names])
-    y = _binary(table.column(args.label, "--label"), args.label, args.positive)
+    y = _binary(table.column(args.label, "--label"), args.label, args.positive, signed=True)
     beta = 0.01 if args.beta is None else args.beta
     model = BayesianLogisticRegression(beta=beta, c=args.c)
     if args.clip:
@@ -457,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         KeyError,
         OSError,
         sqlite3.Error,
+        ArithmeticError,
     ) as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         message = " ".join(str(text).split())  # one line

@@ -34,6 +34,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         (row-wise, so the guarantee holds for the clipped data).
     random_state : None (OS entropy), an int, or a RandomState/Generator.
     tune, draws, chains : MCMC settings (PyMC NUTS).
+    on_bad_diagnostics : "raise" (default) or "warn", as in :func:`privbayes.sample`.
 
     Attributes
     ----------
@@ -60,6 +61,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         tune: int = 1000,
         draws: int = 1000,
         chains: int = 4,
+        on_bad_diagnostics: str = "raise",
     ) -> None:
         self.lam = lam
         self.eps = eps
@@ -74,6 +76,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.tune = tune
         self.draws = draws
         self.chains = chains
+        self.on_bad_diagnostics = on_bad_diagnostics
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -91,6 +94,14 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         room = float(np.sqrt(self.c**2 - s**2))
         if self.clip:
             X = clip_rows(X, room)
+        else:
+            over = np.flatnonzero(np.linalg.norm(X, axis=1) > room * (1 + 1e-12))
+            if over.size:
+                raise ValueError(
+                    f"{over.size} row(s) of X have norm > sqrt(c^2 - intercept_scaling^2) = "
+                    f"{room:.6g} (first: {int(over[0])}): the intercept column takes the rest "
+                    "of the bound c; scale by a public bound or pass clip=True"
+                )
         return np.hstack([X, np.full((X.shape[0], 1), s)])
 
     def fit(self, X, y):
@@ -117,10 +128,20 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         )
         design = self._design(X)
         labels = (y == self.classes_[1]).astype(float)
-        seed = check_random_state(self.random_state).randint(2**31 - 1)
-        rng = np.random.default_rng(None if self.random_state is None else seed)
+        if self.random_state is None or isinstance(self.random_state, np.random.Generator):
+            rng = np.random.default_rng(self.random_state)  # OS entropy, or a child stream
+        else:
+            rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
         releases = [
-            sample(model, (design, labels), self.lam, self.eps / k, self.method, rng=rng)
+            sample(
+                model,
+                (design, labels),
+                self.lam,
+                self.eps / k,
+                self.method,
+                rng=rng,
+                on_bad_diagnostics=self.on_bad_diagnostics,
+            )
             for _ in range(k)
         ]
         self.samples_ = np.stack([rel.value for rel in releases])

@@ -18,6 +18,13 @@ import numpy as np
 from .validation import as_numeric_array, check_positive
 
 
+def _row_norms(x: np.ndarray) -> np.ndarray:
+    """Row norms without overflow for huge entries: scale each row by its largest |entry|."""
+    big = np.max(np.abs(x), axis=1, keepdims=True) if x.shape[1] else np.zeros((len(x), 1))
+    safe = np.where(big > 0, big, 1.0)
+    return np.linalg.norm(x / safe, axis=1, keepdims=True) * safe
+
+
 def clip_rows(X, c: float = 1.0) -> np.ndarray:
     """Scale down each row whose norm exceeds ``c`` onto the sphere of radius c.
 
@@ -29,7 +36,7 @@ def clip_rows(X, c: float = 1.0) -> np.ndarray:
     c = check_positive(c, "c")
     if x.ndim != 2:
         raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms = _row_norms(x)
     scale = np.where(norms > c, c / np.where(norms > 0, norms, 1.0), 1.0)
     return x * scale
 
@@ -56,5 +63,5 @@ def normalize_rows(X, c: float = 1.0) -> np.ndarray:
     c = check_positive(c, "c")
     if x.ndim != 2:
         raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms = _row_norms(x)
     return x * np.where(norms > 0, c / np.where(norms > 0, norms, 1.0), 1.0)

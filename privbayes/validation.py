@@ -109,10 +109,17 @@ def check_bool(value, name: str) -> bool:
 
 def as_numeric_array(data, name: str = "data") -> np.ndarray:
     """Data as a float or bool array; strings, objects and complex numbers are refused."""
+    if hasattr(data, "toarray"):  # scipy.sparse
+        data = data.toarray()
     try:
         arr = np.asarray(data)
     except ValueError:
         raise ValueError(f"{name} must be a rectangular array of numbers") from None
+    if arr.dtype == object:  # e.g. pandas nullable columns: numbers and NA (-> NaN, refused)
+        try:
+            arr = np.asarray(data, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must hold numbers (or bools); got dtype object") from None
     if arr.dtype == bool:
         return arr.astype(float)
     if arr.dtype.kind not in "iuf":

@@ -345,3 +345,49 @@ def test_demo_runs_on_real_data(capsys):
     assert code == 0
     assert "breast cancer" in out and "wine" in out and "digits" in out and "query" in out
     assert "NOT private" in out
+
+
+def test_logistic_signed_labels_and_flag_checks(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2)) * 0.3
+    lines = "".join(f"{a},{b},{'+1' if a > 0 else '-1'}\n" for a, b in X)
+    path = tmp_path / "pm.csv"
+    path.write_text("f1,f2,y\n" + lines)
+    base = [
+        "sample",
+        "--model",
+        "logistic",
+        "--data",
+        str(path),
+        "--label",
+        "y",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+        "--seed",
+        "0",
+        "--clip",
+    ]
+    assert main(base) == 0 and len(json.loads(capsys.readouterr().out)["value"]) == 2
+    assert main([*base, "--features", "f1,y"]) == 2
+    assert "--label" in capsys.readouterr().err
+    assert main([*base, "--column", "f1"]) == 2
+    assert (
+        main(
+            [
+                "calibrate",
+                "--model",
+                "logistic",
+                "--n",
+                "100",
+                "--lam",
+                "2",
+                "--eps",
+                "1",
+                "--c",
+                "1e-300",
+            ]
+        )
+        == 2
+    )

@@ -175,3 +175,60 @@ def test_preprocessing_helpers():
     np.testing.assert_allclose(np.linalg.norm(pb.preprocessing.normalize_rows(X)[:2], axis=1), 1)
     with pytest.raises(ValueError, match="finite"):
         pb.preprocessing.clip_rows([[np.inf, 0]], 1.0)
+
+
+def test_concurrent_releases_never_mix_data_sets():
+    import threading
+
+    model = BayesianLogisticRegression(beta=0.01, tune=300, draws=300, chains=2)
+    xa = np.tile([[1.0, 0.0]], (400, 1))
+    y = np.ones(400)
+    out = {}
+
+    def run(key, x):
+        out[key] = pb.sample(model, (x, y), 2.0, 5.0, rng=0).value
+
+    threads = [threading.Thread(target=run, args=(k, x)) for k, x in (("A", xa), ("B", -xa))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out["A"][0] > 1 and out["B"][0] < -1  # each release saw its own data
+
+
+def test_reruns_really_double_the_draws():
+    X, y = _toy(n=30, d=1)
+    model = BayesianLogisticRegression(beta=0.1, tune=100, draws=50, chains=2)
+    s = np.where(y > 0, 1.0, -1.0)
+    draws, diag = pymc_backend.posterior_draws(
+        model, (X, s), 1.0, 1.0, np.random.default_rng(0), scale=4
+    )
+    assert draws.shape == (2, 200, 1) and diag["draws"] == 200 and diag["tune"] == 400
+    assert pymc_backend._CACHE[(1, model.target_accept)].model["X"].get_value().shape == (1, 1)
+
+
+def test_glm_certificates_never_exceed_the_target():
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        model = BayesianLogisticRegression(
+            beta=10 ** rng.uniform(-3, 1), c=10 ** rng.uniform(-1, 1.5)
+        )
+        n, lam = int(rng.integers(1, 1000)), 1 + 10 ** rng.uniform(-2, 2)
+        eps = 10 ** rng.uniform(-3, 1)
+        method = str(rng.choice(["diffused", "concentrated", "ops"]))
+        cal = pb.calibrate(model, n, lam, eps, method)
+        assert cal.eps <= eps and float(cal.rdp(lam)) == cal.eps
+    tiny = pb.calibrate(BayesianLogisticRegression(beta=0.1), 50, 2.0, 1e-20, "ops")
+    assert 0 < tiny.r and tiny.eps <= 1e-20
+
+
+def test_estimator_accepts_a_generator_and_names_the_intercept_bound():
+    rng = np.random.default_rng(0)
+    X = pb.preprocessing.clip_rows(rng.normal(size=(40, 2)), 0.8)
+    y = (X[:, 0] > 0).astype(int)
+    est = pb.PrivateLogisticRegression(
+        eps=5.0, tune=300, draws=300, chains=2, random_state=np.random.default_rng(1)
+    )
+    assert est.fit(X, y).coef_.shape == (1, 2)
+    with pytest.raises(ValueError, match="sqrt"):
+        pb.PrivateLogisticRegression().fit(pb.preprocessing.normalize_rows(X, 0.95), y)

@@ -41,13 +41,32 @@ def _probability(value, name: str) -> float:
     return v
 
 
+def _two_point_rdp(t: np.ndarray, ell: float, skew: float) -> np.ndarray:
+    """RDP at orders 1 + t of a privacy loss that is +ell w.p. (1+skew)/2, -ell otherwise
+    (randomized response; pure DP's tight curve is the case skew = tanh(ell/2)).
+
+    log E[e^(t L)] / t = log1p(2 sinh^2(t ell / 2) + skew sinh(t ell)) / t: both terms >= 0,
+    so nothing cancels for small t or ell; for large t ell the same value in log space.
+    """
+    x = t * ell
+    out = np.empty(np.shape(t))
+    small = x < 20
+    xs, ts = x[small], t[small]
+    out[small] = np.log1p(2 * np.sinh(xs / 2) ** 2 + skew * np.sinh(xs)) / ts
+    xl, tl = x[~small], t[~small]
+    # e^x (1 + skew)/2 + e^-x (1 - skew)/2, in logs
+    out[~small] = (xl + np.log((1 + skew) / 2 + (1 - skew) / 2 * np.exp(-2 * xl))) / tl
+    return out
+
+
 def pure_dp_rdp(orders, eps0: float) -> np.ndarray:
     """Tight RDP curve of a pure eps0-DP mechanism (Bun & Steinke 2016; BACKGROUND.md §1).
 
-    ``1/(lam-1) * log[(sinh(lam e) - sinh((lam-1) e)) / sinh(e)]``, evaluated as
-    ``e + log1p(expm1(-2 (lam-1) e) * expit(-e)) / (lam - 1)`` (our rearrangement: factor
-    exp(lam e) out of the sinh difference), which neither overflows nor cancels. lam = 1
-    gives the KL limit ``e * tanh(e / 2)``, lam = inf gives eps0.
+    ``1/(lam-1) * log[(sinh(lam e) - sinh((lam-1) e)) / sinh(e)]``, which is randomized
+    response with p = e^e / (1 + e^e); evaluated as ``log1p(2 sinh^2(t e/2) + tanh(e/2)
+    sinh(t e)) / t`` with t = lam - 1 (our rearrangement: every term >= 0, so neither tiny
+    e nor orders near 1 cancel), in logs for large t e. lam = 1 gives the KL limit
+    ``e * tanh(e / 2)``, lam = inf gives eps0.
     """
     lam = _orders(orders)
     e = _nonneg(eps0, "eps0")
@@ -55,8 +74,7 @@ def pure_dp_rdp(orders, eps0: float) -> np.ndarray:
         return np.zeros(lam.shape)
     out = np.full(lam.shape, e)
     mid = np.isfinite(lam) & (lam > 1)
-    lm = lam[mid]
-    out[mid] = e + np.log1p(np.expm1(-2 * (lm - 1) * e) * special.expit(-e)) / (lm - 1)
+    out[mid] = _two_point_rdp(lam[mid] - 1, e, np.tanh(e / 2))
     out[lam == 1] = e * np.tanh(e / 2)
     return np.minimum(out, e)  # rounding guard: the curve never exceeds eps0
 
@@ -131,11 +149,7 @@ def randomized_response_rdp(orders, p: float) -> np.ndarray:
     mid = np.isfinite(lam) & (lam > 1)
     lm = lam[mid]
     t = lm - 1
-    with np.errstate(over="ignore"):
-        small = np.log1p(p * np.expm1(t * ell) + (1 - p) * np.expm1(-t * ell)) / t
-    terms = np.stack([lm * lp + (1 - lm) * lq, lm * lq + (1 - lm) * lp])
-    large = special.logsumexp(terms, axis=0) / t
-    out[mid] = np.where((t < 1) & (t * abs(ell) < 50), small, large)
+    out[mid] = _two_point_rdp(t, abs(ell), abs(2 * p - 1))
     out[lam == 1] = (2 * p - 1) * (lp - lq)
     return np.maximum(out, 0.0)
 

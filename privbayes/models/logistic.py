@@ -31,6 +31,14 @@ GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
 
 
+def _scale(value, name: str) -> float:
+    """beta, c, R: finite, > 0, and with squares that neither overflow nor vanish."""
+    v = check_positive(value, name)
+    if not 1e-100 <= v <= 1e100:
+        raise ValueError(f"{name} must lie in [1e-100, 1e100]; got {v!r}")
+    return v
+
+
 class BayesianLogisticRegression(Frozen):
     """Gaussian-prior logistic regression, released by posterior sampling.
 
@@ -64,9 +72,9 @@ class BayesianLogisticRegression(Frozen):
         target_accept: float = 0.9,
         reruns: int = 2,
     ) -> None:
-        self.beta = check_positive(beta, "beta")
-        self.c = check_positive(c, "c")
-        self.radius = self.c / self.beta if radius is None else check_positive(radius, "radius")
+        self.beta = _scale(beta, "beta")
+        self.c = _scale(c, "c")
+        self.radius = self.c / self.beta if radius is None else _scale(radius, "radius")
         for name, v, low in (
             ("tune", tune, 0),
             ("draws", draws, 1),
@@ -125,7 +133,8 @@ class BayesianLogisticRegression(Frozen):
     def rdp(self, n, orders, r: float = 1.0, m: float = 1.0, method: str = "diffused"):
         """Certified RDP curve for data sets of size n; array shaped like ``orders``.
 
-        ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R.
+        ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R. The bound on
+        the feature norm includes the validation slack, c (1 + 1e-12).
         """
         n = check_n(n)
         r = check_unit_knob(r, "r")
@@ -137,11 +146,18 @@ class BayesianLogisticRegression(Frozen):
             return np.zeros(lam.shape)
         if method == "ops":
             return pure_dp_rdp(lam, self._ops_eps0(r))
-        with np.errstate(invalid="ignore"):
-            return 2.0 * lam * self.c**2 * r**2 * m / (n * self.beta)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return lam * (self._rho(n) * (r * r * m))
+
+    def _c_cert(self) -> float:
+        return self.c * (1.0 + NORM_SLACK)
+
+    def _rho(self, n: int) -> float:
+        """The direct method's zCDP constant 2 c^2 / (n beta)."""
+        return 2.0 * self._c_cert() ** 2 / (n * self.beta)
 
     def _ops_eps0(self, t: float) -> float:
-        return 2.0 * t * self.c * self.radius
+        return 2.0 * t * self._c_cert() * self.radius
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
         method = mechanisms.check_method(method, GLM_METHODS)
@@ -152,16 +168,16 @@ class BayesianLogisticRegression(Frozen):
                 "eps=0 needs a release that ignores the data: sample from the prior instead",
                 reachable={"eps": "> 0"},
             )
-        rho = 2.0 * self.c**2 / (n * self.beta)  # direct: eps(lam) = rho * lam
         if method == "ops":
             return self._calibrate_ops(n, lam, eps)
-        if math.isinf(lam):
+        rho = self._rho(n)
+        direct = rho * lam
+        if not math.isfinite(direct):
             raise InfeasiblePrivacyError(
-                f"method={method!r} has no finite eps at lam=inf (its bound grows like "
-                f"{rho:.3g} * lam); use a finite lam or method='ops' (pure DP)",
+                f"method={method!r} has no finite eps at lam={lam:g} (its bound grows like "
+                f"{rho:.3g} * lam); use a smaller lam or method='ops' (pure DP)",
                 reachable={"lam": "finite", "method": "ops"},
             )
-        direct = rho * lam
         if method == "direct":
             if direct > eps:
                 raise InfeasiblePrivacyError(
@@ -170,16 +186,23 @@ class BayesianLogisticRegression(Frozen):
                     "method='diffused' or 'concentrated'",
                     reachable={"min_eps": direct},
                 )
-            r = m = 1.0
+            knob = 1.0
         elif method == "diffused":
-            r, m = min(1.0, math.sqrt(eps / direct)), 1.0
-            while rho * lam * r * r > eps:  # rounding: stay on the safe side
-                r = math.nextafter(r, 0.0)
+            knob = min(1.0, math.sqrt(eps / direct))
         else:
-            r, m = 1.0, min(1.0, eps / direct)
-            while rho * lam * m > eps:
-                m = math.nextafter(m, 0.0)
-        achieved = float(self.rdp(n, lam, r=r, m=m, method=method))
+            knob = min(1.0, eps / direct)
+        # The certificate is what rdp() computes; step down until it meets the target.
+        for k in range(64):
+            r, m = mechanisms.knobs(method, knob)
+            achieved = float(self.rdp(n, lam, r=r, m=m, method=method))
+            if achieved <= eps:
+                break
+            knob *= 1.0 - 2.0 ** (k - 52)
+        if not (knob > 0 and achieved <= eps):
+            raise InfeasiblePrivacyError(
+                f"eps={eps:g} needs a {mechanisms.KNOB[method]} below the smallest double",
+                reachable={"eps": "larger"},
+            )
         return Calibration(method, r, m, lam, achieved, eps, n, None, 1, self)
 
     def _calibrate_ops(self, n: int, lam: float, eps: float) -> Calibration:
@@ -188,22 +211,39 @@ class BayesianLogisticRegression(Frozen):
         if float(pure_dp_rdp(lam, e_full)) <= eps:
             t, evals = 1.0, 1
         elif math.isinf(lam):
-            t, evals = eps / (2.0 * self.c * self.radius), 1
+            t, evals = eps / e_full, 1
         else:
-            # eps(lam; e) grows from 0 to e_full: brentq on [0, e_full], then the safe side
+            # eps(lam; e) grows from 0 to e_full; solve in log(e) (roots can be ~1e-10)
+            def gap(log_e: float) -> float:
+                return math.log(float(pure_dp_rdp(lam, math.exp(log_e)))) - math.log(eps)
+
+            lo = math.log(e_full) - 1.0
+            while gap(lo) > 0 and lo > -700:
+                lo -= 2.0 * (gap(lo) + 1.0)
+            if gap(lo) > 0:
+                raise InfeasiblePrivacyError(
+                    f"eps={eps:g} is below what OPS can certify", reachable={"eps": "larger"}
+                )
             res = optimize.brentq(
-                lambda e: float(pure_dp_rdp(lam, e)) - eps,
-                0.0,
-                e_full,
-                xtol=1e-15,
+                gap,
+                lo,
+                math.log(e_full),
+                xtol=1e-13,
                 rtol=4 * np.finfo(float).eps,
                 full_output=True,
             )
-            t, evals = res[0] / (2.0 * self.c * self.radius), res[1].function_calls
+            t, evals = math.exp(res[0]) / e_full, res[1].function_calls
         t = min(t, 1.0)
-        while float(pure_dp_rdp(lam, self._ops_eps0(t))) > eps:
-            t = math.nextafter(t, 0.0)
-        achieved = float(pure_dp_rdp(lam, self._ops_eps0(t)))
+        for k in range(64):
+            achieved = float(pure_dp_rdp(lam, self._ops_eps0(t)))
+            if achieved <= eps:
+                break
+            t *= 1.0 - 2.0 ** (k - 52)
+        if not (t > 0 and achieved <= eps):
+            raise InfeasiblePrivacyError(
+                f"eps={eps:g} needs a tempering t below the smallest double; ask for more",
+                reachable={"eps": "larger"},
+            )
         return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals, self)
 
     # -- release ------------------------------------------------------------------

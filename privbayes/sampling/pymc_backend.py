@@ -16,6 +16,7 @@ R-hat <= 1.01 and no divergent transitions (docs/glm.md).
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -28,32 +29,63 @@ from ..errors import ConvergenceError, SamplingError
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 
 RHAT_MAX = 1.01
+
+
+class _QuietPyMC(logging.Filter):
+    """Drops PyMC's messages below ERROR while this thread is releasing a draw."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    @property
+    def active(self) -> bool:
+        return getattr(self.local, "on", False)
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self.local.on = value
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.active and record.levelno < logging.ERROR)
+
+
+_QUIET = _QuietPyMC()
+logging.getLogger("pymc").addFilter(_QUIET)
+logging.getLogger("pymc.sampling.mcmc").addFilter(_QUIET)
 _CACHE: dict[tuple[int, float], _Compiled] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass
 class _Compiled:
     model: object
     step: object
+    lock: threading.Lock  # one data set at a time: set_data + sample must not interleave
 
 
 def _compiled(d: int, target_accept: float) -> _Compiled:
     key = (d, target_accept)
-    if key not in _CACHE:
-        import pymc as pm
-        import pytensor.tensor as pt
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = _build(d, target_accept)
+        return _CACHE[key]
 
-        with pm.Model() as model:
-            x = pm.Data("X", np.zeros((1, d)))
-            y = pm.Data("y", np.ones(1))
-            r = pm.Data("r", 1.0)
-            prec = pm.Data("prec", 1.0)
-            w = pm.Flat("w", shape=d)
-            pm.Potential("log_prior", -0.5 * prec * pt.sum(w**2))
-            pm.Potential("log_lik", -r * pt.sum(pt.softplus(-y * pt.dot(x, w))))
-            step = pm.NUTS(model=model, target_accept=target_accept)
-        _CACHE[key] = _Compiled(model, step)
-    return _CACHE[key]
+
+def _build(d: int, target_accept: float) -> _Compiled:
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    with pm.Model() as model:
+        x = pm.Data("X", np.zeros((1, d)))
+        y = pm.Data("y", np.ones(1))
+        r = pm.Data("r", 1.0)
+        prec = pm.Data("prec", 1.0)
+        w = pm.Flat("w", shape=d)
+        pm.Potential("log_prior", -0.5 * prec * pt.sum(w**2))
+        pm.Potential("log_lik", -r * pt.sum(pt.softplus(-y * pt.dot(x, w))))
+        step = pm.NUTS(model=model, target_accept=target_accept)
+    return _Compiled(model, step, threading.Lock())
 
 
 def posterior_draws(
@@ -69,28 +101,24 @@ def posterior_draws(
     x, y = xy
     n, d = x.shape
     comp = _compiled(d, model.target_accept)
-    pm.set_data({"X": x, "y": y, "r": float(r), "prec": n * model.beta / m}, model=comp.model)
     seed = int(rng.integers(2**32))
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # PyMC's own messages mention divergences etc.
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            idata = pm.sample(
-                draws=model.draws,
-                tune=model.tune,
-                step=comp.step,
-                chains=model.chains,
-                cores=1,
-                random_seed=seed,
-                progressbar=progressbar,
-                model=comp.model,
-                compute_convergence_checks=False,
-                return_inferencedata=True,
-            )
-    finally:
-        logger.setLevel(level)
+    _QUIET.active = True  # PyMC's own messages mention divergences etc.
+    with comp.lock:
+        data = {"X": x, "y": y, "r": float(r), "prec": n * model.beta / m}
+        pm.set_data(data, model=comp.model)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                idata = _sample(pm, comp, model, scale, seed, progressbar)
+        except pm.exceptions.SamplingError as exc:
+            raise SamplingError(
+                f"NUTS could not start ({type(exc).__name__}); the tempered posterior may be "
+                "extremely concentrated (tiny eps or m): try a larger eps"
+            ) from None
+        finally:
+            _QUIET.active = False
+            # do not keep the private data in the cached model after the release
+            pm.set_data({"X": np.zeros((1, d)), "y": np.ones(1)}, model=comp.model)
     post = idata.posterior["w"]
     diagnostics = {
         "rhat_max": float(az.rhat(idata, var_names=["w"])["w"].max()),
@@ -102,6 +130,21 @@ def posterior_draws(
         "tune": model.tune * scale,
     }
     return np.asarray(post.values), diagnostics
+
+
+def _sample(pm, comp, model, scale: int, seed: int, progressbar: bool):
+    return pm.sample(
+        draws=model.draws * scale,
+        tune=model.tune * scale,
+        step=comp.step,
+        chains=model.chains,
+        cores=1,
+        random_seed=seed,
+        progressbar=progressbar,
+        model=comp.model,
+        compute_convergence_checks=False,
+        return_inferencedata=True,
+    )
 
 
 def _problems(diag: dict) -> list[str]:
