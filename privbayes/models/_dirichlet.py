@@ -223,7 +223,9 @@ class DirichletFamily(Frozen):
         # Same vertices as _boundary_sup, in plain Python floats (numpy's per-call
         # overhead dominates for a few numbers); tests check the two agree.
         t = _second_difference_1
-        a = [float(v) / m for v in self._alpha]
+        if not (r > 0 and m > 0):
+            return math.inf, 0  # a knob that underflowed to 0: no certificate
+        a = [float(v) / float(m) for v in self._alpha]
         if not all(math.isfinite(ai + r * n) for ai in a):
             return math.inf, 0  # alpha/m overflowed: no certificate this close to m = 0
         named = {
