@@ -98,6 +98,24 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
     return model._calibrate(check_n(n), check_lam(lam), check_eps(eps), method)
 
 
+def step_down(knob: float, certify: Callable[[float], float], eps: float, name: str):
+    """Shrink ``knob`` by growing relative steps until ``certify(knob) <= eps``.
+
+    The final guard of every calibration: whatever found the knob (closed form, Brent), the
+    certificate is recomputed by the function that reports it. Returns (knob, certified eps);
+    InfeasiblePrivacyError when even a vanishing knob does not certify.
+    """
+    for k in range(_MAX_SAFETY_STEPS):
+        achieved = float(certify(knob))
+        if achieved <= eps and knob > 0:
+            return float(knob), achieved
+        knob *= 1.0 - 2.0 ** (k - 52)
+    raise InfeasiblePrivacyError(
+        f"eps={eps:g} needs a {name} below what floating point can certify; ask for more eps",
+        reachable={"eps": "larger"},
+    )
+
+
 def solve_knob(
     eps_of: Callable[[float], float],
     eps: float,

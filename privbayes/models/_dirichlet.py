@@ -21,14 +21,13 @@ import math
 import numpy as np
 
 from .. import mechanisms
-from ..calibration import Calibration, solve_knob
+from ..calibration import Calibration, solve_knob, step_down
 from ..divergence import _second_difference, _second_difference_1
 from ..errors import InfeasiblePrivacyError
 from ..sampling.conjugate import sample_dirichlet_log
 from ..validation import check_unit_knob
 from ._frozen import Frozen
 
-_MAX_SAFETY_STEPS = 64
 _SCALAR_MAX_K = 4  # up to this many categories the scalar path is faster
 _SLOPE = {"diffused": 2.0, "concentrated": 1.0}
 
@@ -198,20 +197,20 @@ class DirichletFamily(Frozen):
         # The certificate is what rdp() reports (the array path); the scalar path that
         # drove the search may differ in the last digits, so step down until the array
         # path agrees that the target holds.
-        for k in range(_MAX_SAFETY_STEPS):
-            r, m = (float(v) for v in mechanisms.knobs(method, knob))
-            achieved = float(self.rdp(n, lam, r=r, m=m))
-            if achieved <= eps:
-                break
-            if method == "direct":
-                raise InfeasiblePrivacyError(
-                    f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}; "
-                    f"ask for eps >= {achieved:.6g}",
-                    reachable={"min_eps": achieved},
-                )
-            knob *= 1.0 - 2.0 ** (k - 50)
-        else:
-            raise RuntimeError("calibration could not certify its own knob; please report")
+        if method == "direct" and float(self.rdp(n, lam)) > eps:
+            achieved = float(self.rdp(n, lam))
+            raise InfeasiblePrivacyError(
+                f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}; "
+                f"ask for eps >= {achieved:.6g}",
+                reachable={"min_eps": achieved},
+            )
+        knob, achieved = step_down(
+            knob,
+            lambda v: self.rdp(n, lam, *mechanisms.knobs(method, v)),
+            eps,
+            mechanisms.KNOB[method] or "knob",
+        )
+        r, m = (float(v) for v in mechanisms.knobs(method, knob))
         pair = self._pair_from_index(n, worst)
         return Calibration(method, r, m, lam, achieved, eps, n, pair, evals, self)
 

@@ -22,7 +22,7 @@ from scipy import optimize
 
 from .. import mechanisms
 from ..accounting.curves import pure_dp_rdp
-from ..calibration import Calibration
+from ..calibration import Calibration, step_down
 from ..errors import InfeasiblePrivacyError
 from ..validation import as_numeric_array, check_n, check_positive, check_unit_knob
 from ._frozen import Frozen
@@ -192,17 +192,13 @@ class BayesianLogisticRegression(Frozen):
         else:
             knob = min(1.0, eps / direct)
         # The certificate is what rdp() computes; step down until it meets the target.
-        for k in range(64):
-            r, m = mechanisms.knobs(method, knob)
-            achieved = float(self.rdp(n, lam, r=r, m=m, method=method))
-            if achieved <= eps:
-                break
-            knob *= 1.0 - 2.0 ** (k - 52)
-        if not (knob > 0 and achieved <= eps):
-            raise InfeasiblePrivacyError(
-                f"eps={eps:g} needs a {mechanisms.KNOB[method]} below the smallest double",
-                reachable={"eps": "larger"},
-            )
+        knob, achieved = step_down(
+            knob,
+            lambda v: self.rdp(n, lam, *mechanisms.knobs(method, v), method=method),
+            eps,
+            mechanisms.KNOB[method] or "knob",
+        )
+        r, m = mechanisms.knobs(method, knob)
         return Calibration(method, r, m, lam, achieved, eps, n, None, 1, self)
 
     def _calibrate_ops(self, n: int, lam: float, eps: float) -> Calibration:
@@ -233,17 +229,9 @@ class BayesianLogisticRegression(Frozen):
                 full_output=True,
             )
             t, evals = math.exp(res[0]) / e_full, res[1].function_calls
-        t = min(t, 1.0)
-        for k in range(64):
-            achieved = float(pure_dp_rdp(lam, self._ops_eps0(t)))
-            if achieved <= eps:
-                break
-            t *= 1.0 - 2.0 ** (k - 52)
-        if not (t > 0 and achieved <= eps):
-            raise InfeasiblePrivacyError(
-                f"eps={eps:g} needs a tempering t below the smallest double; ask for more",
-                reachable={"eps": "larger"},
-            )
+        t, achieved = step_down(
+            min(t, 1.0), lambda v: pure_dp_rdp(lam, self._ops_eps0(v)), eps, "tempering t"
+        )
         return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals, self)
 
     # -- release ------------------------------------------------------------------
