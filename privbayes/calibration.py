@@ -132,7 +132,9 @@ def solve_knob(
     We search in w with knob = e^w (cap > 1) or knob = cap * expit(w) (cap <= 1): log eps is
     close to linear in w at both ends, so secant steps bracket the root in two or three
     evaluations and Brent's method finishes in a few more. The returned knob is within
-    1e-12 relative of the root and its recomputed eps is <= ``eps``.
+    1e-12 relative of the root (or, when the root lies within 2^-20 of the cap, the knob
+    cap * (1 - 2^-20): closer in, the parameters' own rounding would dominate the
+    certificate) and its recomputed eps is <= ``eps``.
     """
     memo: dict[float, float] = {}  # Brent re-evaluates its bracket ends
 

@@ -23,22 +23,22 @@ def _orders(orders) -> np.ndarray:
     return arr
 
 
-def _nonneg(value, name: str) -> float:
+def _number(value, name: str, high: float = math.inf) -> float:
+    """A real number in [0, high] (finite); strings and bools are refused."""
     if isinstance(value, str | bool):
         raise TypeError(f"{name} must be a number; got {value!r}")
     v = float(value)
-    if not (v >= 0 and math.isfinite(v)):
-        raise ValueError(f"{name} must be finite and >= 0; got {value!r}")
+    if not (0 <= v <= high and math.isfinite(v)):  # NaN fails too
+        raise ValueError(f"{name} must be finite and lie in [0, {high:g}]; got {value!r}")
     return v
+
+
+def _nonneg(value, name: str) -> float:
+    return _number(value, name)
 
 
 def _probability(value, name: str) -> float:
-    if isinstance(value, str | bool):
-        raise TypeError(f"{name} must be a number in [0, 1]; got {value!r}")
-    v = float(value)
-    if not 0 <= v <= 1:  # NaN fails too
-        raise ValueError(f"{name} must lie in [0, 1]; got {value!r}")
-    return v
+    return _number(value, name, 1.0)
 
 
 def _two_point_rdp(t: np.ndarray, ell: float, skew: float) -> np.ndarray:

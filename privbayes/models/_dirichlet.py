@@ -25,7 +25,7 @@ from ..calibration import Calibration, solve_knob, step_down
 from ..divergence import _second_difference, _second_difference_1
 from ..errors import InfeasiblePrivacyError
 from ..sampling.conjugate import sample_dirichlet_log
-from ..validation import check_unit_knob
+from ..validation import check_n, check_unit_knob
 from ._frozen import Frozen
 
 _SCALAR_MAX_K = 4  # up to this many categories the scalar path is faster
@@ -67,10 +67,6 @@ class DirichletFamily(Frozen):
         """Number of categories."""
         return int(self._alpha.size)
 
-    def direct_order_limit(self) -> float:
-        """Orders lam < 1 + min(alpha) are the ones direct sampling certifies (Corollary 1)."""
-        return 1.0 + float(self._alpha.min())
-
     def rdp(
         self, n, orders, r: float = 1.0, m: float = 1.0, method: str | None = None
     ) -> np.ndarray:
@@ -81,11 +77,9 @@ class DirichletFamily(Frozen):
         n : int >= 0 (public). orders : scalar or array, >= 1 or inf.
         r, m : knobs in (0, 1]; ``method`` is accepted for symmetry and ignored.
 
-        Returns an array shaped like ``orders`` (nats); inf where unbounded (always at
-        lam = inf when n >= 1, and for lam >= 1 + min(alpha)/(r/m)... see docs).
+        Returns an array shaped like ``orders`` (nats); inf where unbounded: at lam = inf
+        when n >= 1, and wherever min(alpha) / m <= r (lam - 1) (docs/boundary.md).
         """
-        from ..validation import check_n
-
         n = check_n(n)
         r = check_unit_knob(r, "r")
         m = check_unit_knob(m, "m")
