@@ -26,14 +26,18 @@ class PrivateSample:
     Attributes
     ----------
     value : the released draw — a float theta for Beta-Bernoulli and queries, a
-        probability vector of shape (K,) for Dirichlet-Categorical.
+        probability vector of shape (K,) for Dirichlet-Categorical, a weight vector of
+        shape (d,) for logistic regression; with ``size=k`` an array with a leading axis k.
     log_value : log of ``value`` (exact even where ``value`` underflows to 0).
     method, r, m, lam, n : the mechanism, its knobs, the order and the public size.
-    eps : the certified eps at ``lam`` (nats), <= the requested eps.
-    calibration : the full :class:`Calibration` (public inputs only).
+    eps : the certified eps at ``lam`` (nats), <= the requested eps (composed over the
+        draws when ``size`` is set).
+    calibration : the full :class:`Calibration` (public inputs only), per draw.
     diagnostics : MCMC diagnostics (R-hat, ESS, divergences) for GLM releases, else None.
         They are computed from chains run on the private data and are *not* covered by
         the certificate: use them to decide whether to trust the draw, do not publish them.
+
+    size : None for one draw; k when ``sample(..., size=k)`` released k draws at once.
 
     No data statistic and no exact posterior is stored.
     """
@@ -48,14 +52,48 @@ class PrivateSample:
     n: int
     calibration: Calibration = field(repr=False)
     diagnostics: dict | None = field(default=None, repr=False)
+    size: int | None = None
 
     def rdp(self, orders) -> np.ndarray:
         """Certified eps of this release's mechanism at other ``orders`` (>= 1 or inf).
 
         Returns an array shaped like ``orders``; ``inf`` where no finite bound exists.
-        Compose releases by adding curves at equal orders.
+        With ``size=k`` it is the composed curve, k times one draw's curve. Compose releases
+        by adding curves at equal orders.
         """
-        return self.calibration.rdp(orders)
+        return _composed_rdp(self.calibration, self.size, orders)
+
+
+def _composed_rdp(cal: Calibration, size: int | None, orders) -> np.ndarray:
+    curve = cal.rdp(orders)
+    return curve if size is None else size * curve
+
+
+@dataclass(frozen=True)
+class _Composition:
+    """What a ledger is charged for ``size=k`` draws: k times one calibrated mechanism."""
+
+    calibration: Calibration
+    size: int
+
+    def rdp(self, orders) -> np.ndarray:
+        return _composed_rdp(self.calibration, self.size, orders)
+
+
+def _check_size(size) -> int | None:
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+        raise ValueError(f"size must be None or an integer >= 1; got {size!r}")
+    return int(size)
+
+
+def _per_draw_eps(eps: float, size: int) -> float:
+    """The largest target t with size * t <= eps in floating point (RDP adds at one order)."""
+    t = eps / size
+    while size * t > eps:
+        t = float(np.nextafter(t, 0.0))
+    return t
 
 
 def _check_model(model) -> None:
@@ -90,13 +128,21 @@ def _release(
     ledger=None,
     dataset=None,
     note="",
+    size=None,
     **options,
 ):
-    cal = model._calibrate(n, lam, eps, method)
+    if size is None:
+        cal = model._calibrate(n, lam, eps, method)
+        charge, total = cal, cal.eps
+    else:
+        cal = model._calibrate(n, lam, _per_draw_eps(eps, size), method)
+        charge, total = _Composition(cal, size), size * cal.eps
     if ledger is not None:  # charge first: a release that cannot be charged is not made
-        ledger.charge(dataset, cal, note=note)
-    value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), **options)
-    return PrivateSample(value, log_value, cal.method, cal.r, cal.m, cal.lam, cal.eps, n, cal, diag)
+        ledger.charge(dataset, charge, note=note)
+    value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), size=size, **options)
+    return PrivateSample(
+        value, log_value, cal.method, cal.r, cal.m, cal.lam, total, n, cal, diag, size
+    )
 
 
 def sample(
@@ -106,6 +152,7 @@ def sample(
     eps,
     method: str = "diffused",
     *,
+    size: int | None = None,
     rng=None,
     progressbar: bool = False,
     on_bad_diagnostics: str = "raise",
@@ -129,6 +176,10 @@ def sample(
     method : "diffused" (default; tempers the likelihood by r), "concentrated" (prior
         counts 1/m times) or "direct" (the plain posterior; conjugate models: only for
         lam < 1 + min(alpha)). Logistic regression also takes "ops" (One Posterior Sample).
+    size : None (one draw) or k >= 1: k independent draws, each calibrated to (lam, eps/k)
+        so that their composition is (lam, eps)-RDP (RDP adds at a fixed order). ``value``
+        then has a leading axis of length k, ``eps`` and ``rdp()`` are the composed ones,
+        and ``calibration`` is the per-draw certificate.
     rng : None (fresh OS entropy), an int seed, or a numpy Generator.
     progressbar : GLM only: show the MCMC progress bar.
     on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when R-hat >
@@ -158,6 +209,7 @@ def sample(
             f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
         )
     _check_ledger(ledger, dataset)
+    size = _check_size(size)
     stats, n = model._statistics(data)
     return _release(
         model,
@@ -170,6 +222,7 @@ def sample(
         ledger=ledger,
         dataset=dataset,
         note=note,
+        size=size,
         progressbar=progressbar,
         on_bad_diagnostics=on_bad_diagnostics,
     )

@@ -96,6 +96,7 @@ def test_release_carries_no_statistic_and_no_posterior():
         "n",
         "calibration",
         "diagnostics",
+        "size",
     }
     assert rel.diagnostics is None  # exact sampling: nothing computed on the data
     assert not hasattr(rel, "__dict__")  # frozen dataclass with slots-like fields only
@@ -215,3 +216,56 @@ def test_r_and_m_validated_in_curves():
         BetaBernoulli().rdp(10, 2.0, m=0.0)
     with pytest.raises(ValueError, match="orders"):
         BetaBernoulli().rdp(10, 0.5)
+
+
+@pytest.mark.parametrize(
+    "model, data",
+    [
+        (BetaBernoulli(2, 3), [1, 0, 1, 1]),
+        (pb.DirichletCategorical([1, 2, 3]), [0, 2, 2, 1]),
+    ],
+)
+@pytest.mark.parametrize("k", [1, 7, 1000])
+def test_size_k_composes_to_the_requested_eps(model, data, k):
+    rel = pb.sample(model, data, 3.0, 0.7, "concentrated", size=k, rng=1)
+    assert rel.size == k and np.shape(rel.value)[0] == k
+    assert rel.eps <= 0.7 and rel.calibration.eps * k == rel.eps
+    assert rel.eps > 0.7 * (1 - 1e-9)  # the budget is used, not wasted
+    orders = np.array([1.5, 3.0, 10.0])
+    np.testing.assert_array_equal(rel.rdp(orders), k * rel.calibration.rdp(orders))
+    assert float(rel.rdp(3.0)) <= 0.7
+    # the per-draw calibration is the one for eps / k
+    single = pb.calibrate(model, len(data), 3.0, rel.calibration.target_eps, "concentrated")
+    assert single.m == rel.calibration.m
+
+
+def test_size_k_draws_are_independent_and_exact():
+    # k draws of Beta(1 + r k1, 1 + r k0) at the per-draw calibration: KS against scipy
+    data = np.r_[np.ones(30), np.zeros(10)]
+    rel = pb.sample(BetaBernoulli(), data, 2.0, 5.0, size=4000, rng=3)
+    cal = rel.calibration
+    dist = stats.beta(1 + cal.r * 30, 1 + cal.r * 10)
+    assert stats.kstest(rel.value, dist.cdf).pvalue > 1e-3
+    np.testing.assert_allclose(np.exp(rel.log_value), rel.value, rtol=1e-12)
+    assert abs(np.corrcoef(rel.value[:-1], rel.value[1:])[0, 1]) < 0.1
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3"])
+def test_size_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="size"):
+        pb.sample(BetaBernoulli(), [1, 0], 2.0, 1.0, size=bad)
+
+
+def test_size_k_charges_the_composed_curve(tmp_path):
+    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger.init_budget("d", eps=5.0, delta=1e-6)
+    rel = pb.sample(BetaBernoulli(), [1, 0, 1], 2.0, 0.5, size=10, ledger=ledger, dataset="d")
+    check = pb.Ledger(tmp_path / "check.db")
+    check.init_budget("d", eps=5.0, delta=1e-6)
+    check.charge("d", 10 * rel.calibration.rdp(check.orders))
+    assert ledger.spent("d") == check.spent("d")
+
+    one = pb.Ledger(tmp_path / "one.db")
+    one.init_budget("d", eps=5.0, delta=1e-6)
+    one.charge("d", rel.calibration)
+    assert ledger.spent("d") > one.spent("d")

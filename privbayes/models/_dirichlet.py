@@ -240,8 +240,11 @@ class DirichletFamily(Frozen):
         return sup, worst
 
     # -- release ------------------------------------------------------------------
-    def _draw(self, counts: np.ndarray, cal: Calibration, rng, **_options):
-        """(value, log value, None) from Dir(alpha/m + r*counts); exact, no diagnostics."""
+    def _draw(self, counts: np.ndarray, cal: Calibration, rng, size: int | None = None, **_opt):
+        """(value, log value, None) from Dir(alpha/m + r*counts); exact, no diagnostics.
+
+        ``size=k`` draws k independent values in one vectorised call (leading axis k).
+        """
         params = self._alpha / cal.m + cal.r * counts
-        value, log_value = self._value(sample_dirichlet_log(params, rng))
+        value, log_value = self._value(sample_dirichlet_log(params, rng, size))
         return value, log_value, None

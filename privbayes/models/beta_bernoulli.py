@@ -48,4 +48,9 @@ class BetaBernoulli(DirichletFamily):
         return np.array([k, arr.size - k]), int(arr.size)
 
     def _value(self, log_p: np.ndarray):
-        return float(simplex_from_log(log_p)[..., 0]), float(log_p[..., 0])
+        if log_p.ndim == 1:
+            return float(simplex_from_log(log_p)[0]), float(log_p[0])
+        p, lp = simplex_from_log(log_p)[:, 0], np.array(log_p[:, 0])
+        p.setflags(write=False)
+        lp.setflags(write=False)
+        return p, lp

@@ -235,11 +235,13 @@ class BayesianLogisticRegression(Frozen):
         return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals, self)
 
     # -- release ------------------------------------------------------------------
-    def _draw(self, xy, cal: Calibration, rng, *, progressbar=False, on_bad_diagnostics="raise"):
-        """(value (d,), None, diagnostics): one post-convergence MCMC draw."""
+    def _draw(
+        self, xy, cal: Calibration, rng, size=None, *, progressbar=False, on_bad_diagnostics="raise"
+    ):
+        """(value (d,) or (size, d), None, diagnostics): post-convergence MCMC draws."""
         from ..sampling.pymc_backend import release_draw
 
         value, diagnostics = release_draw(
-            self, xy, cal, rng, progressbar=progressbar, on_bad=on_bad_diagnostics
+            self, xy, cal, rng, progressbar=progressbar, on_bad=on_bad_diagnostics, size=size
         )
         return value, None, diagnostics

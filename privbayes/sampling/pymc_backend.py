@@ -89,7 +89,15 @@ def _build(d: int, target_accept: float) -> _Compiled:
 
 
 def posterior_draws(
-    model, xy, r: float, m: float, rng, *, progressbar: bool = False, scale: int = 1
+    model,
+    xy,
+    r: float,
+    m: float,
+    rng,
+    *,
+    progressbar: bool = False,
+    scale: int = 1,
+    chains: int | None = None,
 ):
     """Post-tuning draws of the tempered posterior, shape (chains, draws, d), and diagnostics.
 
@@ -109,7 +117,7 @@ def posterior_draws(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                idata = _sample(pm, comp, model, scale, seed, progressbar)
+                idata = _sample(pm, comp, model, scale, seed, progressbar, chains)
         except pm.exceptions.SamplingError as exc:
             raise SamplingError(
                 f"NUTS could not start ({type(exc).__name__}); the tempered posterior may be "
@@ -125,19 +133,19 @@ def posterior_draws(
         "ess_bulk_min": float(az.ess(idata, var_names=["w"], method="bulk")["w"].min()),
         "ess_tail_min": float(az.ess(idata, var_names=["w"], method="tail")["w"].min()),
         "divergences": int(idata.sample_stats["diverging"].sum()),
-        "chains": model.chains,
+        "chains": chains or model.chains,
         "draws": model.draws * scale,
         "tune": model.tune * scale,
     }
     return np.asarray(post.values), diagnostics
 
 
-def _sample(pm, comp, model, scale: int, seed: int, progressbar: bool):
+def _sample(pm, comp, model, scale: int, seed: int, progressbar: bool, chains):
     return pm.sample(
         draws=model.draws * scale,
         tune=model.tune * scale,
         step=comp.step,
-        chains=model.chains,
+        chains=chains or model.chains,
         cores=1,
         random_seed=seed,
         progressbar=progressbar,
@@ -156,15 +164,25 @@ def _problems(diag: dict) -> list[str]:
     return out
 
 
-def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str):
-    """One released weight vector (d,) and its diagnostics; raises ConvergenceError.
+def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=None):
+    """Released weight vector(s), (d,) or (size, d), and diagnostics; raises ConvergenceError.
 
-    A run whose diagnostics fail is repeated with twice the tuning and draws (R-hat of a
-    converged chain still fluctuates around 1.01 with few draws), ``model.reruns`` times.
+    ``size=k`` runs max(chains, k) chains and releases the last draw of k of them (OPS: k
+    accepted draws from distinct chains). A run whose diagnostics fail is repeated with
+    twice the tuning and draws (R-hat of a converged chain still fluctuates around 1.01
+    with few draws), ``model.reruns`` times.
     """
+    chains = max(model.chains, size or 1)
     for attempt in range(model.reruns + 1):
         draws, diag = posterior_draws(
-            model, xy, cal.r, cal.m, rng, progressbar=progressbar, scale=2**attempt
+            model,
+            xy,
+            cal.r,
+            cal.m,
+            rng,
+            progressbar=progressbar,
+            scale=2**attempt,
+            chains=chains,
         )
         problems = _problems(diag)
         if not problems:
@@ -180,22 +198,23 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str):
             raise ConvergenceError(message, diagnostics=diag)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     chains, n_draws, _ = draws.shape
+    k = 1 if size is None else size
     if cal.method == "ops":
         inside = np.linalg.norm(draws, axis=-1) <= model.radius
         diag["ops_acceptance"] = float(inside.mean())
-        if not inside.any():
+        # Rejection from the untruncated tempered posterior at a fixed time: a chain's last
+        # draw is a posterior draw, and given that it lies in the ball, a draw from the
+        # truncated posterior. (Choosing among the draws by where they lie would bias it.)
+        ok = np.flatnonzero(inside[:, -1])
+        if ok.size < k:
             raise SamplingError(
-                f"OPS rejection: none of {chains * n_draws} post-tuning draws lies in the ball "
-                f"||w|| <= R = {model.radius:g}; acceptance is hopeless at this R. Use a larger "
-                "radius (the certificate weakens as eps0 = 2 t c R)"
+                f"OPS rejection: the last draws of only {ok.size} of {chains} chains lie in the "
+                f"ball ||w|| <= R = {model.radius:g} (need {k}; {inside.mean():.1%} of all "
+                "draws do). Use a larger radius (the certificate weakens as eps0 = 2 t c R)"
             )
-        # Rejection from the untruncated tempered posterior: any accepted draw is a draw
-        # from the truncated one; pick one at random.
-        idx = np.argwhere(inside)
-        ci, di = idx[int(rng.integers(len(idx)))]
-        value = draws[ci, di]
+        values = draws[rng.choice(ok, size=k, replace=False), -1]
     else:
-        value = draws[int(rng.integers(chains)), -1]  # the last draw of a random chain
-    value = np.array(value, dtype=float)
+        values = draws[rng.choice(chains, size=k, replace=False), -1]  # last draws
+    value = np.array(values[0] if size is None else values, dtype=float)
     value.setflags(write=False)
     return value, diag
