@@ -14,8 +14,8 @@ chain leaves pi invariant for any q that is positive where pi is. log pi is prec
 concave, so pi has Gaussian tails while the t component gives q polynomial tails: the
 weight pi/q is bounded by some M and the chain is uniformly ergodic,
 ||P^t(x, .) - pi||_TV <= (1 - 1/M)^t from every start (Mengersen & Tweedie 1996, Thm 2.1).
-M is not known in closed form: we estimate it from a pilot of independent proposals, choose
-the burn-in that makes the estimated bound <= 1e-6, and then check the run: R-hat across
+M is not known in closed form: we estimate it from a pilot of independent proposals, take
+twice the burn-in that makes the estimated bound <= 1e-6, and then check the run: R-hat across
 chains started from an overdispersed law, the Pareto k-hat of the weights (Vehtari et al.
 2024), and the estimated bound again with every weight seen. Each release is the final
 state of its own chain, so releases are independent given the data.
@@ -264,7 +264,7 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
     draws = model.draws or max(8, math.ceil(DRAWS_X_SQRT_CHAINS / math.sqrt(chains)))
     for attempt in range(model.reruns + 1):
         scale = 2**attempt
-        tune = max(model.tune, needed) * scale
+        tune = max(model.tune, 2 * needed) * scale  # twice the estimate: M-hat is low
         if tune > MAX_TUNE:
             raise ConvergenceError(
                 f"the proposal fits the posterior too poorly: the estimated burn-in is {tune} "
