@@ -45,6 +45,7 @@ PILOT = 256
 OPS_MIN_SHARE = 1e-4  # below it OPS's rejection is refused as hopeless
 OPS_BATCH = 4096  # chains per OPS batch
 DRAWS_X_SQRT_CHAINS = 1000
+MIN_DRAWS = 50
 MAX_TUNE = 100_000
 _COLS = 256  # proposals per pass over X
 _CELLS = 1 << 21  # rows x proposals per block (16 MB of float64)
@@ -264,7 +265,9 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
     # R-hat's sampling noise falls like 1 / (draws sqrt(chains)); for the max over d + 1
     # quantities to resolve 1.01 (measured on iid chains, then allowing for IMH's
     # rejections) we take draws = 1000 / sqrt(chains) unless set.
-    draws = model.draws or max(8, math.ceil(DRAWS_X_SQRT_CHAINS / math.sqrt(chains)))
+    # At least MIN_DRAWS: with few draws per chain, rejections (autocorrelation time ~1.2)
+    # bias split R-hat upwards by ~(tau - 1) / draws, whatever the number of chains.
+    draws = model.draws or max(MIN_DRAWS, math.ceil(DRAWS_X_SQRT_CHAINS / math.sqrt(chains)))
     for attempt in range(model.reruns + 1):
         scale = 2**attempt
         tune = max(model.tune, 2 * needed) * scale  # twice the estimate: M-hat is low
