@@ -229,15 +229,6 @@ def _run(mechanism, data, trials: int, rng, label: str, batch: bool, pass_rng: b
                 f"the mechanism returned shape {np.shape(rows[-1])} on trial {i} on {label} "
                 f"but {shape} on trial 0"
             )
-        if np.ndim(rows[-1]) == 0:
-            try:
-                if math.isnan(float(rows[-1])):
-                    raise ValueError(f"the mechanism returned NaN on trial {i} on {label}")
-            except TypeError:
-                raise TypeError(
-                    f"the mechanism must return numbers; got {type(rows[-1]).__name__} on "
-                    f"trial {i} on {label}"
-                ) from None
     return _as_outputs(rows, trials, label, 0)
 
 
@@ -318,6 +309,8 @@ class AuditResult:
         score <= threshold ("less_equal").
     projection : for vector outputs, the direction the score was projected on (else None).
     eps_certified : the certified eps at ``delta`` when known (else None).
+    eps_ceiling : the largest lower bound this many trials can give (a test that never
+        errs on the evaluation half): no audit of this size can show more, ~log(trials).
     seconds : wall time of the audit.
     scores : the scores on D and on D' (every trial, both halves), for further analysis.
     """
@@ -334,6 +327,7 @@ class AuditResult:
     direction: str
     projection: np.ndarray | None = field(default=None, repr=False)
     eps_certified: float | None = None
+    eps_ceiling: float = math.inf
     seconds: float = 0.0
     scores: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
@@ -498,6 +492,7 @@ def audit(
         direction=direction,
         projection=projection,
         eps_certified=certified,
+        eps_ceiling=float(_bound(0, n0, 0, n1, delta, level)),
         seconds=time.perf_counter() - start,
         scores=(s0, s1),
     )
