@@ -22,6 +22,7 @@ import privbayes as pb
 from privbayes.audit import CalibratedMechanism, audit_model, worst_case_pair
 
 N, LAM, EPS = 100, 2.0, 1.0
+BATCH = 10**5
 CONJUGATE = [
     ("beta-bernoulli", pb.BetaBernoulli(), False),
     ("dirichlet (K=3)", pb.DirichletCategorical([1.0, 1.0, 1.0]), False),
@@ -62,8 +63,7 @@ def main() -> None:
     for name, model, query in CONJUGATE:
         mech = CalibratedMechanism(model, N, LAM, EPS, query=query)
         data, _ = worst_case_pair(model, N, LAM, EPS)
-        k = 10**5
-        vec = rate(lambda mech=mech, data=data: mech(data, size=k, rng=rng), k, window)
+        vec = rate(lambda mech=mech, data=data: mech(data, size=BATCH, rng=rng), BATCH, window)
         one = rate(lambda mech=mech, data=data: mech(data, rng=rng), 1, window)
         naive = rate(
             lambda model=model, data=data, query=query: sample_loop(model, data, query, rng),
