@@ -299,7 +299,7 @@ def _cmd_calibrate(args) -> dict:
 
 
 def _cmd_audit(args) -> dict:
-    from .audit import CalibratedMechanism, audit_curve, audit_model, renyi_estimate
+    from .audit import audit_curve, audit_model, renyi_estimate
 
     kind = "dirichlet-categorical" if args.model == "dirichlet" else args.model
     if args.trials < 100:
@@ -322,7 +322,7 @@ def _cmd_audit(args) -> dict:
         d=args.d,
     )
     res = audit_model(model, args.n, args.lam, args.eps, args.method, args.trials, **options)
-    cal = CalibratedMechanism(model, args.n, args.lam, args.eps, args.method).calibration
+    cal = calibrate(model, args.n, args.lam, args.eps, args.method)
     out = {
         "model": kind,
         "method": cal.method,

@@ -395,6 +395,14 @@ def test_identical_data_sets_refused():
         A.audit(lambda d: 0.0, xy, (xy[0].copy(), xy[1].copy()), 200)
 
 
+def test_pairs_that_are_not_neighbours_warn():
+    with pytest.warns(UserWarning, match="differ in 2 records"):
+        A.audit(gaussian_mech, [0.0, 0.0], [1.0, 1.0], 200, rng=0)
+    xy0, xy1 = A.worst_case_pair(pb.BayesianLogisticRegression(), 5, 2.0, 1.0)
+    assert A._records_changed(xy0, xy1) == 1
+    assert A._records_changed([0.0, 1.0], [0.0, 1.0, 2.0]) is None  # add/remove: unknown
+
+
 def test_a_mechanism_that_raises_is_named():
     def flaky(data, rng=None):
         if rng.random() < 0.01:
