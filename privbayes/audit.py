@@ -407,13 +407,12 @@ def audit(
       (logistic regression), then a threshold test.
 
     Among ~2000 thresholds (dense in the tails) and both directions, the one whose
-    Clopper-Pearson lower bound on the first half is largest (at a level corrected for
-    the number of candidates, which discounts lucky sparse tails) is evaluated on the
-    second half, where each error rate
-    is bounded with a one-sided Clopper-Pearson bound at level sqrt(confidence) (the two
-    halves of D and D' are independent, so both hold together with probability
-    ``confidence``) and the bound of :func:`eps_from_rates` is taken. Only one test
-    meets the evaluation half, so no correction for the selection is needed.
+    Clopper-Pearson lower bound on the first half is largest (at a level corrected for the
+    number of candidates, which discounts lucky sparse tails) is evaluated on the second
+    half. There each error rate gets a one-sided Clopper-Pearson bound at level
+    sqrt(confidence) (the D and D' samples are independent, so both hold together with
+    probability ``confidence``) and :func:`eps_from_rates` turns them into the bound. Only
+    one test meets the evaluation half, so no correction for the selection is needed.
 
     Parameters
     ----------

@@ -342,7 +342,8 @@ def _cmd_audit(args) -> dict:
         "violation": res.violation,
         "fpr": res.fpr,
         "fnr": res.fnr,
-        "worst_pair": cal.pair,
+        "worst_pair": cal.pair
+        or f"n-1 rows x=0, one row x=c*e1 (c={args.c:g}) labelled +1 in D, -1 in D'",
         "seconds": round(res.seconds, 3),
     }
     if res.projection is None and math.isfinite(cal.lam):  # scalar output
