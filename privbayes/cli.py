@@ -204,7 +204,7 @@ def _logistic(args, table: _Table) -> dict:
     X = np.column_stack([_floats(table.column(f, "--features"), f) for f in names])
     y = _binary(table.column(args.label, "--label"), args.label, args.positive, signed=True)
     beta = 0.01 if args.beta is None else args.beta
-    model = BayesianLogisticRegression(beta=beta, c=args.c)
+    model = BayesianLogisticRegression(beta=beta, c=args.c, backend=args.backend or "imh")
     if args.clip:
         X = clip_rows(X, args.c)
     rel = sample(
@@ -229,6 +229,8 @@ def _ledger_args(args) -> dict:
 
 
 def _cmd_sample(args) -> dict:
+    if args.backend is not None and args.model != "logistic":
+        raise UsageError("--backend applies to --model logistic only")
     args.categories = _categories(args.categories)
     table = _Table(args.data)
     if args.model == "logistic":
@@ -478,6 +480,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--clip",
         action="store_true",
         help="logistic: clip rows to norm --c instead of refusing them",
+    )
+    s.add_argument(
+        "--backend",
+        choices=("imh", "pymc"),
+        default=None,
+        help="logistic: MCMC back-end, independence Metropolis-Hastings (default) or PyMC NUTS",
     )
     s.add_argument(
         "--positive", default=None, help="the label value counted as 1 (others count as 0)"
