@@ -333,14 +333,40 @@ def test_catches_calibration_for_the_wrong_n():
     assert bad.eps_lower > claimed > good.eps_lower
 
 
-# -- logistic regression and OPS through the library's own sampler -----------------------------
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["diffused", "ops"])
-def test_logistic_audit_below_certified(method):
-    """Small d and n, the minimum number of trials: the real MCMC back-end is slow."""
-    model = pb.BayesianLogisticRegression(beta=0.1, c=1.0, tune=100, draws=100)
-    res = A.audit_model(model, 20, 2.0, 1.0, method, 100, delta=1e-5, confidence=CONF, rng=0, d=1)
+# -- logistic regression and OPS through the library's own sampler (IMH back-end) ---------------
+@pytest.mark.parametrize(
+    "method,d,n",
+    [("diffused", 1, 20), ("concentrated", 2, 20), ("ops", 1, 20), ("diffused", 2, 50)],
+)
+def test_logistic_audit_below_certified(method, d, n):
+    """Small d and n, 2000 trials: sound, and far below the (loose) GLM certificate."""
+    model = pb.BayesianLogisticRegression(beta=0.1, c=1.0)
+    res = A.audit_model(model, n, 2.0, 1.0, method, 2000, confidence=CONF, rng=0, d=d)
     assert res.eps_certified is not None and res.eps_lower <= res.eps_certified
+    assert (res.projection is None) == (d == 1)
+
+
+@pytest.mark.slow
+def test_ops_with_a_binding_radius_below_certified():
+    """A ball ||w|| <= 1 that cuts the posterior (about 35% inside): pure eps0 = 2."""
+    model = pb.BayesianLogisticRegression(beta=0.01, c=1.0, radius=1.0)
+    res = A.audit_model(model, 20, 2.0, 10.0, "ops", 200, confidence=CONF, rng=0)
+    assert res.eps_certified == pytest.approx(2.0) and res.eps_lower <= res.eps_certified
+
+
+def test_catches_the_glm_sampler_calibrated_for_the_wrong_n():
+    """The same bug through the library's own sampler: r for 100 n fed to model._draw."""
+    model, n, lam, eps, delta = pb.BayesianLogisticRegression(beta=0.1, c=1.0), 20, 2.0, 0.01, 1e-5
+    wrong = pb.calibrate(model, 100 * n, lam, eps)
+
+    def broken(data, size=None, rng=None):
+        xy, _ = model._statistics(data)
+        return model._draw(xy, wrong, rng, size=size)[0]
+
+    d0, d1 = A.worst_case_pair(model, n, lam, eps)
+    claimed = A.certified_dp(pb.calibrate(model, n, lam, eps), delta)
+    res = A.audit(broken, d0, d1, 10**4, delta=delta, confidence=CONF, rng=0)
+    assert res.eps_lower > claimed, (res.eps_lower, claimed)
 
 
 # -- behaviour and bad input --------------------------------------------------------------------
