@@ -307,8 +307,11 @@ def _cmd_audit(args) -> dict:
     if args.trials < 100:
         raise UsageError(f"--trials must be >= 100 per data set; got {args.trials}")
     if kind == "logistic":
-        model = BayesianLogisticRegression(beta=0.01 if args.beta is None else args.beta, c=args.c)
+        beta = 0.01 if args.beta is None else args.beta
+        model = BayesianLogisticRegression(beta=beta, c=args.c, backend=args.backend or "imh")
     else:
+        if args.backend is not None:
+            raise UsageError("--backend applies to --model logistic only")
         if args.method == "ops":
             raise UsageError("--method ops applies to --model logistic only")
         if kind == "dirichlet-categorical" and args.alpha is None:
@@ -533,6 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--confidence", type=float, default=0.95, help="of the lower bound")
     a.add_argument("--d", type=int, default=1, help="logistic: feature dimension")
     a.add_argument("--plot", default=None, metavar="FILE", help="PNG: audits across eps")
+    a.add_argument("--backend", choices=("imh", "pymc"), default=None, help="logistic: MCMC")
     privacy_args(a, GLM_METHODS)
     prior_args(a)
     a.set_defaults(func=_cmd_audit)

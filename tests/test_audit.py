@@ -506,6 +506,7 @@ def test_cli_audit(capsys, tmp_path):
         (("--trials", "500", "--confidence", "1.5"), "confidence"),
         (("--trials", "500", "--method", "ops"), "ops applies"),
         (("--trials", "500", "--n", "0"), "n must be >= 1"),
+        (("--trials", "500", "--backend", "pymc"), "--backend applies"),
     ],
 )
 def test_cli_audit_errors(capsys, extra, match):
