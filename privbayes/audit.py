@@ -112,9 +112,10 @@ def eps_from_rates(fpr, fnr, delta: float):
         eps >= max(log((1 - delta - fnr) / fpr), log((1 - delta - fpr) / fnr), 0).
 
     Arrays broadcast. Decreasing in both rates: plug in upper confidence bounds on the rates
-    to get a lower confidence bound on eps. Source: Kairouz et al. (2015) Thm 2.1;
-    Jagielski et al. (2020) §3.
+    to get a lower confidence bound on eps. ``delta`` in [0, 1). Sources: Kairouz, Oh,
+    Viswanath (ICML 2015), Thm 2.1; Jagielski et al. (NeurIPS 2020).
     """
+    delta = _check_delta(delta)
     fpr, fnr = np.asarray(fpr, float), np.asarray(fnr, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.log(np.maximum(1.0 - delta - fnr, 0.0)) - np.log(fpr)
@@ -290,7 +291,8 @@ def _candidates(pooled: np.ndarray) -> np.ndarray:
     """Thresholds: order statistics of the pooled training scores, dense in both tails."""
     u = np.sort(pooled)
     n = u.size
-    p = special.expit(np.linspace(special.logit(0.5 / n), special.logit(1 - 0.5 / n), 2000))
+    lo, hi = special.logit(0.5 / n), special.logit(1 - 0.5 / n)
+    p = special.expit(np.linspace(lo, hi, _N_THRESHOLDS))
     idx = np.concatenate(
         [np.floor(p * n).astype(int), np.arange(min(_TAIL, n)), n - 1 - np.arange(min(_TAIL, n))]
     )
