@@ -15,13 +15,14 @@ chosen on one half of the trials and evaluated on the other half, so the bound h
 the stated confidence whatever the selection did. An empirical lower bound above the
 certified eps is evidence of a bug (or of an unsound certificate).
 
-Also here: a histogram estimator of the Rényi divergence between the two output
-distributions (scalar outputs, bootstrap interval), the worst-case neighbouring pair of
+Also here: a binned (histogram) estimate of the Rényi divergence between the two output
+distributions (scalar outputs; a lower estimate, since binning loses information, with a
+bootstrap interval for the binned divergence), the worst-case neighbouring pair of
 every privbayes mechanism (from the calibrator's boundary pair), and a privbayes release
 with a fixed calibration wrapped as a black-box mechanism.
 
 Modules: ``stats`` (Clopper-Pearson bounds, eps from error rates), ``blackbox`` (the
-black-box audit and its result), ``renyi`` (histogram Rényi divergence estimate), ``pairs``
+black-box audit and its result), ``renyi`` (binned Rényi divergence estimate), ``pairs``
 (worst-case pairs, calibrated mechanisms, audits of privbayes models), ``plot``.
 """
 

@@ -35,6 +35,27 @@ class AuditError(PrivBayesError, RuntimeError):
     """The audited mechanism failed (it raised, or returned something unusable)."""
 
 
+def _check_certified(certified) -> float | None:
+    """None, or a certified eps: a real number >= 0 (inf allowed: no finite certificate)."""
+    if certified is None:
+        return None
+    if isinstance(certified, np.ndarray) and certified.ndim == 0:
+        certified = certified[()]
+    if isinstance(certified, bool | np.bool_) or not isinstance(
+        certified, int | float | np.integer | np.floating
+    ):
+        shape = np.shape(certified) if isinstance(certified, np.ndarray | list | tuple) else None
+        extra = f" of shape {shape}" if shape is not None else ""
+        raise TypeError(
+            f"certified must be one real number (the certified eps at delta) or None; got "
+            f"{type(certified).__name__}{extra}"
+        )
+    c = float(certified)
+    if math.isnan(c) or c < 0:
+        raise ValueError(f"certified must be >= 0 (inf allowed, NaN not); got {certified!r}")
+    return c
+
+
 # -- running the mechanism ----------------------------------------------------------------
 def _has_param(fn, name: str) -> bool:
     try:
@@ -43,24 +64,34 @@ def _has_param(fn, name: str) -> bool:
         return False
 
 
+def _equal(x, y) -> bool:
+    """Arrays equal, NaN equal to NaN (for numeric arrays)."""
+    x, y = np.asarray(x), np.asarray(y)
+    try:
+        return bool(np.array_equal(x, y, equal_nan=True))
+    except TypeError:  # non-numeric: NaN cannot occur
+        return bool(np.array_equal(x, y))
+
+
 def _identical(a, b) -> bool:
     if a is b:
         return True
     if isinstance(a, tuple | list) and isinstance(b, tuple | list) and len(a) == len(b):
         try:
-            return all(
-                np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b, strict=True)
-            )
+            return all(_equal(x, y) for x, y in zip(a, b, strict=True))
         except (ValueError, TypeError):
             pass
     try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+        return _equal(a, b)
     except (ValueError, TypeError):
         return False
 
 
 def _records_changed(a, b) -> int | None:
-    """How many records (rows) differ, for same-shape numeric data; None when unknown."""
+    """How many records (rows) differ, for same-shape numeric data; None when unknown.
+
+    NaN equals NaN (a missing value left in place is not a change).
+    """
     parts_a = a if isinstance(a, tuple | list) and len(a) and np.ndim(a[0]) >= 1 else (a,)
     parts_b = b if isinstance(b, tuple | list) and len(b) and np.ndim(b[0]) >= 1 else (b,)
     try:
@@ -77,64 +108,146 @@ def _records_changed(a, b) -> int | None:
         return None
     diff = np.zeros(n, dtype=bool)
     for x, y in zip(pa, pb_, strict=True):
-        diff |= (x != y).reshape(n, -1).any(axis=1)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        diff |= (~same).reshape(n, -1).any(axis=1)
     return int(diff.sum())
 
 
-def _as_outputs(out, count: int, label: str, first: int) -> np.ndarray:
-    """Outputs of ``count`` trials as a float array (count,) or (count, d); NaN refused."""
-    try:
-        arr = np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
+def _describe(v) -> str:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None:
+        return "None"
+    if isinstance(v, str | bytes):
+        return f"a string ({v!r})" if len(v) <= 20 else "a string"
+    if isinstance(v, complex):
+        return f"a complex number ({v!r})"
+    return f"a {type(v).__name__}"
+
+
+def _where(index: int, start: int, batched: bool) -> str:
+    return f"trial {start + index}" if batched else f"trial {start}"
+
+
+def _as_outputs(out, count: int, label: str, start: int, batched: bool) -> np.ndarray:
+    """One call's outputs as a float array: (count,) or (count, d) when ``batched`` (trials
+    start .. start + count - 1), else () or (d,) (trial ``start``). None, strings, complex
+    numbers, ragged sequences and NaN are refused, naming the trial."""
+    call = (
+        f"trials {start}..{start + count - 1} (one batched call)" if batched else f"trial {start}"
+    )
+    expected = f"({count},) or ({count}, d)" if batched else "() or (d,)"
+    if out is None:
         raise TypeError(
-            f"the mechanism must return numbers (a scalar or a 1-D vector per trial); "
-            f"got {type(out).__name__} on {label}"
-        ) from None
-    if arr.ndim == 0 or arr.shape[0] != count or arr.ndim > 2:
+            f"the mechanism returned None on {call} on {label}; it must return real numbers "
+            f"of shape {expected}"
+        )
+    try:
+        arr = np.asarray(out)
+    except ValueError:
         raise ValueError(
-            f"the mechanism returned shape {arr.shape} for {count} trial(s) on {label}; "
-            f"expected ({count},) or ({count}, d)"
+            f"the mechanism returned a ragged sequence on {call} on {label} (rows of "
+            f"different lengths); expected real numbers of shape {expected}"
+        ) from None
+    bad = None
+    if arr.dtype.kind == "O":
+        flat = arr.reshape(-1)
+        nones = [i for i, v in enumerate(flat) if v is None or isinstance(v, str | complex)]
+        if nones:
+            bad = nones[0]
+        else:
+            try:
+                arr = arr.astype(float)
+            except (TypeError, ValueError):
+                bad = next(
+                    i for i, v in enumerate(flat) if not isinstance(v, int | float | np.number)
+                )
+    elif arr.dtype.kind not in "biuf":
+        bad = 0
+    if bad is not None:
+        v = arr.reshape(-1)[bad]
+        row = int(np.unravel_index(bad, arr.shape)[0]) if arr.ndim and batched else 0
+        raise TypeError(
+            f"the mechanism must return real numbers (shape {expected}); got {_describe(v)} "
+            f"on {_where(row, start, batched)} on {label}"
+        )
+    arr = arr.astype(float)
+    ok = (arr.ndim in (1, 2) and arr.shape[0] == count) if batched else arr.ndim <= 1
+    if not ok:
+        raise ValueError(
+            f"the mechanism returned shape {arr.shape} on {call} on {label}; expected {expected}"
         )
     nan = np.flatnonzero(np.isnan(arr.reshape(count, -1)).any(axis=1))
     if nan.size:
+        more = f" ({nan.size} trial(s) with NaN)" if batched else ""
         raise ValueError(
-            f"the mechanism returned NaN on trial {first + int(nan[0])} on {label} "
-            f"({nan.size} trial(s) with NaN)"
+            f"the mechanism returned NaN on {_where(int(nan[0]), start, batched)} on {label}{more}"
         )
     return arr
 
 
-def _run(mechanism, data, trials: int, rng, label: str, batch: bool, pass_rng: bool):
-    kwargs = {}
+def _call(mechanism, data, label: str, start: int, count: int, batched: bool, kwargs):
+    try:
+        if batched:
+            return mechanism(data, size=count, **kwargs)
+        return mechanism(data, **kwargs)
+    except Exception as exc:
+        call = (
+            f"trials {start}..{start + count - 1} (one batched call)"
+            if batched
+            else f"trial {start}"
+        )
+        raise AuditError(
+            f"the mechanism raised on {call} on {label}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+_LABELS = ("data (D)", "neighbour (D')")
+
+
+def _run_pair(mechanism, data, neighbour, trials: int, rng, batch: bool, pass_rng: bool):
+    """Outputs on D and on D', (trials,) or (trials, d) each, the two interleaved in time.
+
+    Batched: four calls in the order D, D', D', D (first halves, then second halves), so a
+    mechanism whose output law drifts from call to call shifts D and D' alike, and a
+    monotone drift the first halves learn reverses on the second halves (it cannot pass for
+    leakage). Per call: D and D' alternate, trial by trial.
+    """
+    kwargs = {"rng": rng} if pass_rng else {}
+    sets = (data, neighbour)
     if batch:
-        if pass_rng:
-            kwargs["rng"] = rng
-        try:
-            out = mechanism(data, size=trials, **kwargs)
-        except Exception as exc:
-            raise AuditError(
-                f"the mechanism raised on trials 0..{trials - 1} (one batched call) on "
-                f"{label}: {type(exc).__name__}: {exc}"
-            ) from exc
-        return _as_outputs(out, trials, label, 0)
-    rows = []
-    for i in range(trials):
-        if pass_rng:
-            kwargs["rng"] = rng
-        try:
-            rows.append(mechanism(data, **kwargs))
-        except Exception as exc:
-            raise AuditError(
-                f"the mechanism raised on trial {i} on {label}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if i == 0:
-            shape = np.shape(rows[0])
-        elif np.shape(rows[-1]) != shape:
+        half = trials // 2
+        parts: list[list[np.ndarray]] = [[], []]
+        for which, start, count in (
+            (0, 0, half),
+            (1, 0, half),
+            (1, half, trials - half),
+            (0, half, trials - half),
+        ):
+            out = _call(mechanism, sets[which], _LABELS[which], start, count, True, kwargs)
+            parts[which].append(_as_outputs(out, count, _LABELS[which], start, True))
+        shapes = {a.shape[1:] for pair in parts for a in pair}
+        if len(shapes) > 1:
             raise ValueError(
-                f"the mechanism returned shape {np.shape(rows[-1])} on trial {i} on {label} "
-                f"but {shape} on trial 0"
+                "the mechanism returned outputs of different shapes per trial across calls: "
+                + ", ".join(str(s) for s in sorted(shapes))
             )
-    return _as_outputs(rows, trials, label, 0)
+        return tuple(np.concatenate(p) for p in parts)
+    rows: list[list[np.ndarray]] = [[], []]
+    shape = None
+    for i in range(trials):
+        for which in (0, 1):
+            out = _call(mechanism, sets[which], _LABELS[which], i, 1, False, kwargs)
+            arr = _as_outputs(out, 1, _LABELS[which], i, False)
+            if shape is None:
+                shape = arr.shape
+            elif arr.shape != shape:
+                raise ValueError(
+                    f"the mechanism returned shape {arr.shape} on trial {i} on "
+                    f"{_LABELS[which]} but {shape} on trial 0 on data (D)"
+                )
+            rows[which].append(arr)
+    return np.stack(rows[0]), np.stack(rows[1])
 
 
 # -- the distinguisher ----------------------------------------------------------------------
@@ -276,20 +389,28 @@ def audit(
 
     Parameters
     ----------
-    mechanism : callable ``data -> output``, the output a float or a 1-D float vector
-        (d,). If it takes a ``size`` keyword it is called once per data set with
-        ``size=trials`` and must return shape (trials,) or (trials, d) (``batch=False``
-        turns this off); if it takes an ``rng`` keyword it is passed a numpy Generator
-        derived from ``rng``, so seeded audits are reproducible. Each call must use fresh
-        randomness.
+    mechanism : callable ``data -> output``, the output a real number or a 1-D vector of
+        them (d,). If it takes a ``size`` keyword it is called with ``size=k`` and must
+        return shape (k,) or (k, d) (``batch=False`` turns this off): four calls, on D, D',
+        D' and D (first halves, then second halves). Otherwise it is called once per trial,
+        alternating D and D'. If it takes an ``rng`` keyword it is passed a numpy Generator
+        derived from ``rng``, so seeded audits are reproducible.
     data, neighbour : the neighbouring data sets D and D' (one record replaced), in the
-        form the mechanism takes. They must differ.
+        form the mechanism takes. They must differ (NaN counts as equal to NaN).
     trials : int >= 100, runs per data set (2 * trials runs in all). Bounds near the
         certified eps need ~1e4-1e5.
-    delta : in [0, 1); confidence : in (0, 1), default 0.95.
+    delta : in [0, 1); confidence : in [0.5, 1), default 0.95.
     rng : None, an int seed or a numpy Generator (for the mechanism, when it takes one).
     batch : None (auto: when the mechanism takes ``size``), True or False.
-    certified : the certified eps at ``delta`` to report beside the bound (optional).
+    certified : the certified eps at ``delta`` to report beside the bound (optional): one
+        real number >= 0, inf allowed.
+
+    Assumptions: every output is an independent draw from the mechanism's output law on
+    its data set, the same law at every call (fresh randomness, no state carried between
+    calls). The interleaving above keeps a slow drift from posing as leakage, but it is no
+    licence for state. The rows of one batched call must be i.i.d. too; for an MCMC back-end
+    they share one pilot / burn-in / rerun decision and are only conditionally i.i.d.
+    (docs/audit.md).
 
     Returns
     -------
@@ -298,8 +419,11 @@ def audit(
     Raises
     ------
     ValueError : trials < 100, identical data sets, delta outside [0, 1), confidence outside
-        (0, 1), NaN outputs (naming the trial), outputs of inconsistent shape.
-    TypeError : non-numeric outputs or arguments of the wrong type.
+        [0.5, 1), certified NaN or < 0, NaN outputs (naming the trial), outputs of
+        inconsistent shape or ragged outputs.
+    TypeError : outputs that are not real numbers (None, strings, complex; naming the
+        trial), arguments of the wrong type (e.g. ``batch`` not a bool, ``certified`` not
+        one number).
     AuditError : the mechanism raised (naming the trial and the data set).
 
     Sources: Jagielski, Ullman, Oprea (NeurIPS 2020), "Auditing differentially private
@@ -325,16 +449,14 @@ def audit(
             UserWarning,
             stacklevel=2,
         )
-    if certified is not None:
-        certified = float(certified)
+    certified = _check_certified(certified)
+    if batch is not None and not isinstance(batch, bool | np.bool_):
+        raise TypeError(f"batch must be None, True or False; got {batch!r}")
     gen = resolve_rng(rng)
     if batch is None:
         batch = _has_param(mechanism, "size")
     pass_rng = _has_param(mechanism, "rng")
-    x0 = _run(mechanism, data, trials, gen, "data (D)", batch, pass_rng)
-    x1 = _run(mechanism, neighbour, trials, gen, "neighbour (D')", batch, pass_rng)
-    if x0.shape[1:] != x1.shape[1:]:
-        raise ValueError(f"outputs on D have shape {x0.shape[1:]} but on D' {x1.shape[1:]}")
+    x0, x1 = _run_pair(mechanism, data, neighbour, trials, gen, bool(batch), pass_rng)
     half = trials // 2
     projection = None
     if x0.ndim == 2 and x0.shape[1] == 1:

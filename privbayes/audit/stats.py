@@ -13,8 +13,10 @@ def clopper_pearson(k, n, confidence: float = 0.95, side: str = "two-sided"):
 
     Parameters
     ----------
-    k, n : int or int arrays (broadcast), 0 <= k <= n, n >= 1: successes out of trials.
-    confidence : in (0, 1).
+    k, n : whole numbers or arrays of them (broadcast), 0 <= k <= n, n >= 1: successes out
+        of trials (integer-valued floats are accepted; NaN, fractions and booleans are not).
+    confidence : in [0.5, 1) (a lower level would put the "upper" bound below the
+        observed rate).
     side : "two-sided" -> (lower, upper) each with tail (1 - confidence) / 2;
         "upper" / "lower" -> the one-sided bound with tail 1 - confidence.
 
@@ -23,10 +25,12 @@ def clopper_pearson(k, n, confidence: float = 0.95, side: str = "two-sided"):
     ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``.
     """
     confidence = _check_confidence(confidence)
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    if (k < 0).any() or (k > n).any() or (n < 1).any():
-        raise ValueError("need 0 <= k <= n and n >= 1")
+    k, n = _whole(k, "k"), _whole(n, "n")
+    k, n = np.broadcast_arrays(k, n)
+    bad = np.flatnonzero(((k < 0) | (k > n) | (n < 1)).ravel())
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"need 0 <= k <= n and n >= 1; got k = {k.flat[i]:g}, n = {n.flat[i]:g}")
     tail = 1.0 - confidence
     if side == "two-sided":
         tail /= 2.0
@@ -51,12 +55,13 @@ def eps_from_rates(fpr, fnr, delta: float):
 
         eps >= max(log((1 - delta - fnr) / fpr), log((1 - delta - fpr) / fnr), 0).
 
-    Arrays broadcast. Decreasing in both rates: plug in upper confidence bounds on the rates
-    to get a lower confidence bound on eps. ``delta`` in [0, 1). Sources: Kairouz, Oh,
-    Viswanath (ICML 2015), Thm 2.1; Jagielski et al. (NeurIPS 2020).
+    Arrays broadcast; rates must lie in [0, 1] (NaN refused). Decreasing in both rates:
+    plug in upper confidence bounds on the rates to get a lower confidence bound on eps.
+    ``delta`` in [0, 1). Sources: Kairouz, Oh, Viswanath (ICML 2015), Thm 2.1; Jagielski
+    et al. (NeurIPS 2020).
     """
     delta = _check_delta(delta)
-    fpr, fnr = np.asarray(fpr, float), np.asarray(fnr, float)
+    fpr, fnr = _rate(fpr, "fpr"), _rate(fnr, "fnr")
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.log(np.maximum(1.0 - delta - fnr, 0.0)) - np.log(fpr)
         b = np.log(np.maximum(1.0 - delta - fpr, 0.0)) - np.log(fnr)
@@ -64,12 +69,39 @@ def eps_from_rates(fpr, fnr, delta: float):
     return out[()] if out.ndim == 0 else out
 
 
+def _numbers(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be real numbers; got {x!r}")
+    return arr.astype(float)
+
+
+def _whole(x, name: str) -> np.ndarray:
+    arr = _numbers(x, name)
+    bad = np.flatnonzero((~np.isfinite(arr) | (arr != np.floor(arr))).ravel())
+    if bad.size:
+        v = float(arr.flat[bad[0]])
+        raise ValueError(f"{name} must be whole numbers (counts); got {v!r}")
+    return arr
+
+
+def _rate(x, name: str) -> np.ndarray:
+    arr = _numbers(x, name)
+    bad = np.flatnonzero((np.isnan(arr) | (arr < 0) | (arr > 1)).ravel())
+    if bad.size:
+        v = float(arr.flat[bad[0]])
+        raise ValueError(f"{name} must be rates in [0, 1] (NaN refused); got {v!r}")
+    return arr
+
+
 def _check_confidence(confidence) -> float:
+    """confidence in [0.5, 1): below 1/2 a one-sided "upper" bound falls below the estimate
+    (and the audit's per-rate level sqrt(confidence) below 1/2 when confidence < 1/4)."""
     if isinstance(confidence, bool | str) or not isinstance(confidence, int | float | np.floating):
-        raise TypeError(f"confidence must be a number in (0, 1); got {confidence!r}")
+        raise TypeError(f"confidence must be a number in [0.5, 1); got {confidence!r}")
     c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1); got {confidence!r}")
+    if not 0.5 <= c < 1.0:
+        raise ValueError(f"confidence must lie in [0.5, 1); got {confidence!r}")
     return c
 
 
