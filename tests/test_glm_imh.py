@@ -248,3 +248,17 @@ def test_memory_stays_linear_in_the_data():
     data_bytes = n * d * 8
     block_bytes = 2 * imh._CELLS * 8 * imh._threads()  # margins and a scratch per thread
     assert peak < 3 * data_bytes + block_bytes + 8 * 8 * n, peak
+
+
+def test_thread_count_from_the_environment(monkeypatch):
+    monkeypatch.setenv("PRIVBAYES_NUM_THREADS", "1")
+    assert imh._threads() == 1
+    X, y = _toy(n=20_000, d=3)  # 400 proposals: row blocks of 5,242, so 4 blocks
+    one = imh.Target(X, y, 1.0, 5.0)
+    monkeypatch.setenv("PRIVBAYES_NUM_THREADS", "3")
+    three = imh.Target(X, y, 1.0, 5.0)
+    w = np.random.default_rng(0).normal(size=(400, 3))
+    np.testing.assert_allclose(one.log_density(w), three.log_density(w), rtol=1e-13)
+    monkeypatch.setenv("PRIVBAYES_NUM_THREADS", "two")
+    with pytest.raises(ValueError, match="PRIVBAYES_NUM_THREADS"):
+        imh._threads()

@@ -52,6 +52,13 @@ _CELLS = 1 << 21  # rows x proposals per block (16 MB of float64)
 
 
 def _threads() -> int:
+    """Row threads per log-density pass: the usable cores (at most 8), or the integer in
+    $PRIVBAYES_NUM_THREADS (e.g. 1 when running one release per process in a pool)."""
+    env = os.environ.get("PRIVBAYES_NUM_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"PRIVBAYES_NUM_THREADS must be a positive integer; got {env!r}")
+        return int(env)
     try:
         return max(1, min(len(os.sched_getaffinity(0)), 8))
     except AttributeError:  # not on Linux
