@@ -4,7 +4,7 @@ Implements Geumlek, Song, Chaudhuri, "Rényi Differential Privacy Mechanisms for
 Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior public.
 """
 
-from . import preprocessing
+from . import datasets, preprocessing
 from .accounting import RdpAccountant
 from .accounting.ledger import Ledger
 from .calibration import Calibration, calibrate
@@ -37,6 +37,7 @@ __all__ = [
     "PrivateSample",
     "RdpAccountant",
     "calibrate",
+    "datasets",
     "preprocessing",
     "release_query",
     "renyi_beta",
