@@ -41,6 +41,7 @@ COLORS = {
     "ops": "C2",
     "non-private": "0.45",
     "map": "k",
+    "majority-class": "0.6",
 }
 LABELS = {
     "diffused": "diffused (Alg. 2)",
@@ -50,6 +51,7 @@ LABELS = {
     "ops": "OPS (truncated prior)",
     "non-private": "non-private posterior sample",
     "map": "non-private MAP (scikit-learn)",
+    "majority-class": "majority class of the test set",
 }
 
 

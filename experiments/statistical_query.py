@@ -126,7 +126,7 @@ def _figures(args, by_setting, eps_grid, ns, out: Path) -> list[str]:
                     C.plot_band(ax, eps_grid, err[i], method)
                 C.plot_hline(ax, np.abs(res["nonpriv"] - res["answer"]), "non-private")
                 ax.set_xlabel("ε (nats, RDP at λ)")
-                ax.set_ylabel("|ρ − F(X)| (units of the [0, 1] query)")
+                ax.set_ylabel("|ρ − F(X)| (query units, in [0, 1])")
                 ax.set_title(f"n = {n:,}", fontsize=10)
                 ax.grid(alpha=0.3, which="both", lw=0.4)
             axes[0, 0].legend(fontsize=7, loc="lower left")
