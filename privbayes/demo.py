@@ -180,8 +180,6 @@ def _logistic_rows(rng, out) -> list[dict]:
             beta=beta,
             c=1.0,
             random_state=seed,
-            tune=500,
-            draws=500,
         )
         acc = est.fit(Xtr, ytr).score(Xte, yte)
         cal = est.calibration_

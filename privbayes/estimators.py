@@ -33,7 +33,9 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     clip : False (default) refuses rows over the bound; True clips each row onto the ball
         (row-wise, so the guarantee holds for the clipped data).
     random_state : None (OS entropy), an int, or a RandomState/Generator.
-    tune, draws, chains : MCMC settings (PyMC NUTS).
+    backend : "imh" (default, fast independence Metropolis–Hastings) or "pymc" (NUTS).
+    tune, draws, chains : MCMC settings; None for the back-end's defaults
+        (:class:`privbayes.BayesianLogisticRegression`).
     on_bad_diagnostics : "raise" (default) or "warn", as in :func:`privbayes.sample`.
 
     Attributes
@@ -58,9 +60,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         intercept_scaling: float = 0.5,
         clip: bool = False,
         random_state=None,
-        tune: int = 1000,
-        draws: int = 1000,
-        chains: int = 4,
+        backend: str = "imh",
+        tune: int | None = None,
+        draws: int | None = None,
+        chains: int | None = None,
         on_bad_diagnostics: str = "raise",
     ) -> None:
         self.lam = lam
@@ -73,6 +76,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.intercept_scaling = intercept_scaling
         self.clip = clip
         self.random_state = random_state
+        self.backend = backend
         self.tune = tune
         self.draws = draws
         self.chains = chains
@@ -124,7 +128,12 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError(f"method must be one of {GLM_METHODS}; got {self.method!r}")
         k = int(self.n_samples)
         model = BayesianLogisticRegression(
-            self.beta, self.c, tune=self.tune, draws=self.draws, chains=self.chains
+            self.beta,
+            self.c,
+            backend=self.backend,
+            tune=self.tune,
+            draws=self.draws,
+            chains=self.chains,
         )
         design = self._design(X)
         labels = (y == self.classes_[1]).astype(float)
@@ -132,32 +141,29 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             rng = np.random.default_rng(self.random_state)  # OS entropy, or a child stream
         else:
             rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
-        releases = [
-            sample(
-                model,
-                (design, labels),
-                self.lam,
-                self.eps / k,
-                self.method,
-                rng=rng,
-                on_bad_diagnostics=self.on_bad_diagnostics,
-            )
-            for _ in range(k)
-        ]
-        self.samples_ = np.stack([rel.value for rel in releases])
+        release = sample(
+            model,
+            (design, labels),
+            self.lam,
+            self.eps,
+            self.method,
+            size=k,
+            rng=rng,
+            on_bad_diagnostics=self.on_bad_diagnostics,
+        )
+        self.samples_ = np.array(release.value)
         w = self.samples_.mean(axis=0)
         d = X.shape[1]
         self.coef_ = w[:d].reshape(1, d)
         self.intercept_ = (
             np.array([w[d] * self.intercept_scaling]) if self.fit_intercept else np.zeros(1)
         )
-        self.calibration_ = releases[0].calibration
-        per = [rel.eps for rel in releases]
+        self.calibration_ = release.calibration
         self.privacy_ = {
             "method": self.method,
             "lam": float(self.lam),
-            "eps": float(np.sum(per)),
-            "per_release_eps": per,
+            "eps": float(release.eps),
+            "per_release_eps": [release.calibration.eps] * k,
             "n_samples": k,
             "guarantee": "(lam, eps)-RDP, replace-one neighbours, n public",
         }

@@ -13,9 +13,7 @@ from privbayes import PrivateLogisticRegression
 # unless SCIPY_ARRAY_API is set.) The instance clips rows (the checks feed unbounded
 # features), has a fixed seed (idempotence checks) and a loose eps (the checks test API
 # conventions, not privacy).
-CHECKED = PrivateLogisticRegression(
-    lam=2.0, eps=5.0, clip=True, random_state=0, tune=500, draws=500, chains=4
-)
+CHECKED = PrivateLogisticRegression(lam=2.0, eps=5.0, clip=True, random_state=0)
 
 
 @parametrize_with_checks([CHECKED])
@@ -31,9 +29,7 @@ def _cancer():
 
 def test_fit_on_real_data_and_privacy_report():
     Xtr, Xte, ytr, yte = _cancer()
-    est = PrivateLogisticRegression(
-        lam=2.0, eps=1.0, n_samples=3, random_state=1, tune=500, draws=500
-    )
+    est = PrivateLogisticRegression(lam=2.0, eps=1.0, n_samples=3, random_state=1)
     assert est.fit(Xtr, ytr) is est
     assert est.coef_.shape == (1, 30) and est.intercept_.shape == (1,)
     assert est.n_features_in_ == 30 and list(est.classes_) == [0, 1]

@@ -28,6 +28,12 @@ from ..validation import as_numeric_array, check_n, check_positive, check_unit_k
 from ._frozen import Frozen
 
 GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
+# MCMC settings per back-end: IMH steps are cheap and its chains forget their start in a
+# few steps (docs/glm.md); the burn-in is raised further from the estimated weight bound.
+BACKEND_DEFAULTS = {
+    "imh": {"tune": 50, "draws": None, "chains": 8},
+    "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
+}
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
 
 
@@ -48,10 +54,17 @@ class BayesianLogisticRegression(Frozen):
     c : float > 0, the public bound on feature norms, ||x||_2 <= c.
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
         contains the MAP estimate of every data set: docs/glm.md).
-    tune, draws, chains : MCMC settings of the sampling back-end (NUTS via PyMC).
+    backend : "imh" (default): mode-fitted independence Metropolis–Hastings over many chains
+        (privbayes.sampling.imh), or "pymc": PyMC's NUTS, the reference.
+    tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 50 burn-in
+        steps — raised further from the estimated weight bound —, 8 chains and
+        ceil(1000 / sqrt(chains)) draws, enough for R-hat to resolve 1.01; pymc: 1000, 1000,
+        4). ``sample(..., size=k)`` runs at least k chains.
     reruns : when the diagnostics fail, the run is repeated with twice the tuning and
         draws, up to this many times (default 2).
-    target_accept : NUTS target acceptance rate.
+    target_accept : NUTS target acceptance rate (pymc).
+    proposal_scale : imh only: the proposal's spread relative to the Laplace fit (default
+        1). Far below 1 the proposal misses the posterior, and the diagnostics say so.
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
     of norm <= c (refused otherwise; see :mod:`privbayes.preprocessing`), y of shape (n,)
@@ -66,28 +79,41 @@ class BayesianLogisticRegression(Frozen):
         c: float = 1.0,
         radius: float | None = None,
         *,
-        tune: int = 1000,
-        draws: int = 1000,
-        chains: int = 4,
+        backend: str = "imh",
+        tune: int | None = None,
+        draws: int | None = None,
+        chains: int | None = None,
         target_accept: float = 0.9,
         reruns: int = 2,
+        proposal_scale: float = 1.0,
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
         self.radius = self.c / self.beta if radius is None else _scale(radius, "radius")
+        if backend not in BACKEND_DEFAULTS:
+            raise ValueError(f"backend must be one of {tuple(BACKEND_DEFAULTS)}; got {backend!r}")
+        self.backend = backend
+        defaults = BACKEND_DEFAULTS[backend]
+        tune = defaults["tune"] if tune is None else tune
+        draws = defaults["draws"] if draws is None else draws
+        chains = defaults["chains"] if chains is None else chains
         for name, v, low in (
             ("tune", tune, 0),
             ("draws", draws, 1),
-            ("chains", chains, 1),
+            ("chains", chains, 2 if backend == "imh" else 1),
             ("reruns", reruns, 0),
         ):
+            if name == "draws" and v is None and backend == "imh":
+                continue  # chosen per run from the number of chains
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
                 raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
-        self.tune, self.draws, self.chains = int(tune), int(draws), int(chains)
+        self.tune, self.chains = int(tune), int(chains)
+        self.draws = None if draws is None else int(draws)
         self.reruns = int(reruns)
         if not 0 < target_accept < 1:
             raise ValueError(f"target_accept must be in (0, 1); got {target_accept}")
         self.target_accept = float(target_accept)
+        self.proposal_scale = check_positive(proposal_scale, "proposal_scale")
         self._freeze()
 
     def __repr__(self) -> str:
@@ -239,7 +265,10 @@ class BayesianLogisticRegression(Frozen):
         self, xy, cal: Calibration, rng, size=None, *, progressbar=False, on_bad_diagnostics="raise"
     ):
         """(value (d,) or (size, d), None, diagnostics): post-convergence MCMC draws."""
-        from ..sampling.pymc_backend import release_draw
+        if self.backend == "imh":
+            from ..sampling.imh import release_draw
+        else:
+            from ..sampling.pymc_backend import release_draw
 
         value, diagnostics = release_draw(
             self, xy, cal, rng, progressbar=progressbar, on_bad=on_bad_diagnostics, size=size
