@@ -4,7 +4,7 @@ Implements Geumlek, Song, Chaudhuri, "Rényi Differential Privacy Mechanisms for
 Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior public.
 """
 
-from . import datasets, preprocessing
+from . import audit, datasets, preprocessing
 from .accounting import RdpAccountant
 from .accounting.ledger import Ledger
 from .calibration import Calibration, calibrate
@@ -36,6 +36,7 @@ __all__ = [
     "PrivateLogisticRegression",
     "PrivateSample",
     "RdpAccountant",
+    "audit",
     "calibrate",
     "datasets",
     "preprocessing",

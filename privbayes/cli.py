@@ -1,4 +1,4 @@
-"""The ``privbayes`` command line: sample, query, calibrate, demo.
+"""The ``privbayes`` command line: sample, query, calibrate, audit, budget, demo.
 
 Every error a user can fix (bad files, columns, arguments, infeasible targets) prints one
 line to stderr and exits with status 2. Outputs are one JSON object on stdout.
@@ -20,6 +20,7 @@ import numpy as np
 
 from . import __version__
 from .accounting.ledger import Ledger
+from .audit import AuditError
 from .calibration import calibrate
 from .errors import BudgetExceededError, ConvergenceError, SamplingError
 from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
@@ -203,7 +204,7 @@ def _logistic(args, table: _Table) -> dict:
     X = np.column_stack([_floats(table.column(f, "--features"), f) for f in names])
     y = _binary(table.column(args.label, "--label"), args.label, args.positive, signed=True)
     beta = 0.01 if args.beta is None else args.beta
-    model = BayesianLogisticRegression(beta=beta, c=args.c)
+    model = BayesianLogisticRegression(beta=beta, c=args.c, backend=args.backend or "imh")
     if args.clip:
         X = clip_rows(X, args.c)
     rel = sample(
@@ -228,6 +229,8 @@ def _ledger_args(args) -> dict:
 
 
 def _cmd_sample(args) -> dict:
+    if args.backend is not None and args.model != "logistic":
+        raise UsageError("--backend applies to --model logistic only")
     args.categories = _categories(args.categories)
     table = _Table(args.data)
     if args.model == "logistic":
@@ -295,6 +298,83 @@ def _cmd_calibrate(args) -> dict:
         "worst_pair": cal.pair,
         "iterations": cal.iterations,
     }
+
+
+def _cmd_audit(args) -> dict:
+    from .audit import audit_curve, audit_model, renyi_estimate
+
+    kind = "dirichlet-categorical" if args.model == "dirichlet" else args.model
+    if args.trials < 100:
+        raise UsageError(f"--trials must be >= 100 per data set; got {args.trials}")
+    if kind == "logistic":
+        beta = 0.01 if args.beta is None else args.beta
+        model = BayesianLogisticRegression(beta=beta, c=args.c, backend=args.backend or "imh")
+    else:
+        if args.backend is not None:
+            raise UsageError("--backend applies to --model logistic only")
+        if args.method == "ops":
+            raise UsageError("--method ops applies to --model logistic only")
+        if kind == "dirichlet-categorical" and args.alpha is None:
+            args.alpha = [1.0, 1.0, 1.0]
+        args.categories = None
+        args.model = "beta-bernoulli" if kind == "query" else kind
+        model = _conjugate_model(args)
+    options = dict(
+        delta=args.delta,
+        confidence=args.confidence,
+        rng=args.seed,
+        query=kind == "query",
+        d=args.d,
+    )
+    res = audit_model(model, args.n, args.lam, args.eps, args.method, args.trials, **options)
+    cal = calibrate(model, args.n, args.lam, args.eps, args.method)
+    out = {
+        "model": kind,
+        "method": cal.method,
+        "n": cal.n,
+        "lam": _json_number(cal.lam),
+        "eps_rdp": cal.eps,
+        "r": cal.r,
+        "m": cal.m,
+        "delta": res.delta,
+        "confidence": res.confidence,
+        "trials": res.trials,
+        "eps_certified": _json_number(res.eps_certified),
+        "eps_lower": res.eps_lower,
+        "eps_point": _json_number(res.eps_point),
+        "interval": [_json_number(v) for v in res.interval],
+        "fraction_of_certified": _json_number(res.fraction),
+        "violation": res.violation,
+        "fpr": res.fpr,
+        "fnr": res.fnr,
+        "worst_pair": cal.pair
+        or f"n-1 rows x=0, one row x=c*e1 (c={args.c:g}) labelled +1 in D, -1 in D'",
+        "seconds": round(res.seconds, 3),
+    }
+    if res.projection is None and math.isfinite(cal.lam):  # scalar output
+        ren = renyi_estimate(*res.scores, cal.lam, rng=args.seed, certified=cal.eps)
+        out["renyi"] = {
+            "order": cal.lam,
+            "estimate": _json_number(float(ren.estimate[0])),
+            "interval": [_json_number(float(ren.lower[0])), _json_number(float(ren.upper[0]))],
+            "certified": cal.eps,
+        }
+    if args.plot:
+        from .audit import plot_audits
+
+        grid = args.eps * np.geomspace(0.1, 10.0, 7)
+        done, results = audit_curve(
+            model, args.n, args.lam, grid, args.method, args.trials, **options
+        )
+        plot_audits(
+            done,
+            results,
+            args.plot,
+            lam=args.lam,
+            title=f"{kind} ({cal.method}), n={cal.n}, {args.trials} trials",
+        )
+        out["plot"] = str(args.plot)
+    return out
 
 
 def _cmd_budget(args):
@@ -405,6 +485,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="logistic: clip rows to norm --c instead of refusing them",
     )
     s.add_argument(
+        "--backend",
+        choices=("imh", "pymc"),
+        default=None,
+        help="logistic: MCMC back-end, independence Metropolis-Hastings (default) or PyMC NUTS",
+    )
+    s.add_argument(
         "--positive", default=None, help="the label value counted as 1 (others count as 0)"
     )
     privacy_args(s, GLM_METHODS)
@@ -435,6 +521,25 @@ def build_parser() -> argparse.ArgumentParser:
     privacy_args(c, GLM_METHODS)
     prior_args(c)
     c.set_defaults(func=_cmd_calibrate)
+
+    a = sub.add_parser(
+        "audit", help="measure a mechanism's privacy loss at its worst-case pair (lower bound)"
+    )
+    a.add_argument(
+        "--model",
+        choices=("beta-bernoulli", "dirichlet", "dirichlet-categorical", "query", "logistic"),
+        required=True,
+    )
+    a.add_argument("--n", type=int, default=100, help="public data set size (default 100)")
+    a.add_argument("--trials", type=int, required=True, help="runs per data set (>= 100)")
+    a.add_argument("--delta", type=float, default=1e-5, help="delta of (eps, delta)-DP")
+    a.add_argument("--confidence", type=float, default=0.95, help="of the lower bound")
+    a.add_argument("--d", type=int, default=1, help="logistic: feature dimension")
+    a.add_argument("--plot", default=None, metavar="FILE", help="PNG: audits across eps")
+    a.add_argument("--backend", choices=("imh", "pymc"), default=None, help="logistic: MCMC")
+    privacy_args(a, GLM_METHODS)
+    prior_args(a)
+    a.set_defaults(func=_cmd_audit)
 
     b = sub.add_parser("budget", help="privacy budgets in an SQLite ledger: init, show")
     b.add_argument("action", choices=("init", "show"))
@@ -467,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         ConvergenceError,
         SamplingError,
         BudgetExceededError,
+        AuditError,
         KeyError,
         OSError,
         sqlite3.Error,

@@ -335,6 +335,25 @@ def test_sample_logistic(tmp_path, capsys):
     assert code == 0 and len(res["value"]) == 2 and res["features"] == ["f1", "f2"]
     code, out, err = run(capsys, *args, "--method", "ops", "--beta", "0.5")
     assert code == 0 and json.loads(out)["method"] == "ops"
+    code, out, err = run(capsys, *args, "--backend", "pymc")
+    assert code == 0 and len(json.loads(out)["value"]) == 2
+    code, _, err = run(
+        capsys,
+        "sample",
+        "--model",
+        "beta-bernoulli",
+        "--data",
+        str(path),
+        "--column",
+        "label",
+        "--lam",
+        "2",
+        "--eps",
+        "1",
+        "--backend",
+        "pymc",
+    )
+    assert code == 2 and "--backend applies to --model logistic only" in err
     path.write_text("f1,label\n5.0,1\n0.1,0\n")
     code, _, err = run(capsys, *args[:-1])
     assert code == 2 and "norm > c" in err

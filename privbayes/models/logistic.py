@@ -31,7 +31,7 @@ GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 # MCMC settings per back-end: IMH steps are cheap and its chains forget their start in a
 # few steps (docs/glm.md); the burn-in is raised further from the estimated weight bound.
 BACKEND_DEFAULTS = {
-    "imh": {"tune": 50, "draws": None, "chains": 8},
+    "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
 }
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
@@ -56,10 +56,10 @@ class BayesianLogisticRegression(Frozen):
         contains the MAP estimate of every data set: docs/glm.md).
     backend : "imh" (default): mode-fitted independence Metropolis–Hastings over many chains
         (privbayes.sampling.imh), or "pymc": PyMC's NUTS, the reference.
-    tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 50 burn-in
-        steps — raised further from the estimated weight bound —, 8 chains and
-        ceil(1000 / sqrt(chains)) draws, enough for R-hat to resolve 1.01; pymc: 1000, 1000,
-        4). ``sample(..., size=k)`` runs at least k chains.
+    tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 20 burn-in
+        steps — raised to twice the estimate from the weight bound —, 4 chains and
+        max(50, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
+        1000, 1000, 4). ``sample(..., size=k)`` runs at least k chains.
     reruns : when the diagnostics fail, the run is repeated with twice the tuning and
         draws, up to this many times (default 2).
     target_accept : NUTS target acceptance rate (pymc).
