@@ -182,7 +182,9 @@ def _report(args, by_setting, eps_grid, figures, elapsed: str, rows: int) -> str
     worst_method = METHODS[int(np.argmax(floor[worst_key]))]
     n_max, p0 = max(args.ns), args.ps[0]
     r_cap = "; ".join(
-        f"r = {by_setting[p0, n_max, lam]['knob'][0, -1]:.4f} at λ = {lam:g}" for lam in args.lams
+        f"cap {min(args.prior) / (lam - 1):.3g}, calibrated "
+        f"r = {by_setting[p0, n_max, lam]['knob'][0, -1]:.6f} at λ = {lam:g}"
+        for lam in args.lams
     )
     prior_mean = args.prior[0] / sum(args.prior)
     far = max(args.ps, key=lambda p: abs(p - prior_mean))

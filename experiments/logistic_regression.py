@@ -51,7 +51,7 @@ def parse_args(argv: list[str] | None = None):
     p.add_argument(
         "--eps-grid", type=C.log_grid, default="0.01:10:7", help="LOW:HIGH:COUNT (log) or list"
     )
-    p.add_argument("--trials", type=int, default=10, help="splits / seeds per data set")
+    p.add_argument("--trials", type=int, default=8, help="splits / seeds per data set")
     p.add_argument("--beta", type=float, default=1e-3, help="prior precision per record")
     p.add_argument("--c", type=float, default=1.0, help="public bound on ||x||_2")
     p.add_argument("--abalone-threshold", type=int, default=9, help="label: rings > this")

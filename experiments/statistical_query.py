@@ -189,7 +189,8 @@ def _report(args, by_setting, eps_grid, ns, figures, full_means, elapsed, rows) 
     if ahead:
         ahead_text = (
             f"The better Beta sampler has the lower mean error in {len(ahead)} cells, all at "
-            f"n ∈ {sorted({k[1] for k, _ in ahead})} and ε ≤ {max(e for _, e in ahead):.2g}."
+            f"n ∈ {{{', '.join(f'{n:,}' for n in sorted({k[1] for k, _ in ahead}))}}} and "
+            f"ε ≤ {max(e for _, e in ahead):.2g}."
         )
     else:
         ahead_text = "The Beta sampler never has the lower mean error on this grid."
