@@ -6,7 +6,9 @@ Trials per second counts releases of one calibrated mechanism at its worst-case 
 loops over single draws of the same mechanism (the calibration made once), and
 ``sample()`` loops over ``privbayes.sample`` (what a naive audit would call: it calibrates
 every time). Logistic regression runs the library's GLM back-end, so its audit time is
-that of the sampler.
+that of the sampler. Last, the binned Rényi estimate (``renyi_estimate``) at the Beta worst
+pair against the exact D_lam (``privbayes.renyi_beta``): a lower estimate, since binning
+loses information (docs/audit.md).
 
     .venv/bin/python benchmarks/audit.py [--quick] [--glm-trials T] [--no-glm]
 """
@@ -19,7 +21,7 @@ import time
 import numpy as np
 
 import privbayes as pb
-from privbayes.audit import CalibratedMechanism, audit_model, worst_case_pair
+from privbayes.audit import CalibratedMechanism, audit_model, renyi_estimate, worst_case_pair
 
 N, LAM, EPS = 100, 2.0, 1.0
 BATCH = 10**5
@@ -47,6 +49,27 @@ def sample_loop(model, data, query: bool, rng) -> None:
         pb.release_query(data, LAM, EPS, rng=rng)
     else:
         pb.sample(model, data, LAM, EPS, rng=rng)
+
+
+def renyi_table(draws: int, seeds: int) -> None:
+    """Binned estimate of D_2 at the Beta worst pair vs the exact value, over seeds."""
+    model = pb.BetaBernoulli()
+    print(f"\nbinned Renyi estimate of D_2 at the Beta worst pair, {draws} draws per law")
+    print(f"{'eps=exact':>9} {'method':<13} {'estimate min-max':>18} {'saturated':>10}")
+    for eps in (0.1, 1.0, 10.0):
+        for method in ("diffused", "concentrated"):
+            mech = CalibratedMechanism(model, N, LAM, eps, method)
+            d0, d1 = worst_case_pair(model, N, LAM, eps, method)
+            est, sat = [], 0
+            for seed in range(seeds):
+                g = np.random.default_rng(seed)
+                x0, x1 = mech(d0, size=draws, rng=g), mech(d1, size=draws, rng=g)
+                r = renyi_estimate(x0, x1, LAM, rng=seed)
+                sat += r.saturated
+                if not r.saturated:
+                    est.append(r.estimate[0])
+            span = f"{min(est):.3f}-{max(est):.3f}" if est else "-"
+            print(f"{eps:>9g} {method:<13} {span:>18} {sat:>5}/{seeds}")
 
 
 def main() -> None:
@@ -84,6 +107,7 @@ def main() -> None:
             f"{name:<18} {method:<13} {secs:>8.2f} {res.eps_lower:>10.3f} "
             f"{res.eps_certified:>10.3f}"
         )
+    renyi_table(10**5, 5 if args.quick else 20)
     if not args.no_glm:
         print(f"logistic: n=20, beta=0.1, c=1, IMH back-end, {args.glm_trials} trials per data set")
         glm = pb.BayesianLogisticRegression(beta=0.1, c=1.0)

@@ -300,6 +300,28 @@ def _cmd_calibrate(args) -> dict:
     }
 
 
+_RENYI_NOTE = (
+    "histogram (binned) estimate of D_lam between the output laws at the worst pair; "
+    "binning loses information, so it is a lower estimate of the true divergence, and the "
+    "interval is for the binned divergence, not the true one (docs/audit.md)"
+)
+
+
+def _audit_plot_path(path: str) -> Path:
+    """--plot FILE checked before any audit runs: a .png file we can create or overwrite."""
+    p = Path(path)
+    if p.suffix.lower() not in ("", ".png"):
+        raise UsageError(f"--plot: {path} must be a .png file name")
+    if p.is_dir():
+        raise UsageError(f"--plot: {path} is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"--plot: no such directory: {parent}")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UsageError(f"--plot: cannot write {path} (permission denied)")
+    return p
+
+
 def _cmd_audit(args) -> dict:
     from .audit import audit_curve, audit_model, renyi_estimate
 
@@ -307,24 +329,36 @@ def _cmd_audit(args) -> dict:
     if args.trials < 100:
         raise UsageError(f"--trials must be >= 100 per data set; got {args.trials}")
     if kind == "logistic":
+        for flag, value in (("--alpha", args.alpha), ("--categories", args.categories)):
+            if value is not None:
+                raise UsageError(f"{flag} does not apply to --model logistic")
         beta = 0.01 if args.beta is None else args.beta
-        model = BayesianLogisticRegression(beta=beta, c=args.c, backend=args.backend or "imh")
+        c = 1.0 if args.c is None else args.c
+        model = BayesianLogisticRegression(beta=beta, c=c, backend=args.backend or "imh")
     else:
+        for flag, value in (("--d", args.d), ("--c", args.c)):
+            if value is not None:
+                raise UsageError(f"{flag} applies to --model logistic only")
+        if args.categories is not None:
+            raise UsageError(
+                "--categories does not apply to audit (no data are read); give K prior "
+                "weights with --alpha a1 ... aK"
+            )
         if args.backend is not None:
             raise UsageError("--backend applies to --model logistic only")
         if args.method == "ops":
             raise UsageError("--method ops applies to --model logistic only")
         if kind == "dirichlet-categorical" and args.alpha is None:
             args.alpha = [1.0, 1.0, 1.0]
-        args.categories = None
         args.model = "beta-bernoulli" if kind == "query" else kind
         model = _conjugate_model(args)
+    plot = _audit_plot_path(args.plot) if args.plot else None
     options = dict(
         delta=args.delta,
         confidence=args.confidence,
         rng=args.seed,
         query=kind == "query",
-        d=args.d,
+        d=1 if args.d is None else args.d,
     )
     res = audit_model(model, args.n, args.lam, args.eps, args.method, args.trials, **options)
     cal = calibrate(model, args.n, args.lam, args.eps, args.method)
@@ -343,36 +377,50 @@ def _cmd_audit(args) -> dict:
         "eps_lower": res.eps_lower,
         "eps_point": _json_number(res.eps_point),
         "interval": [_json_number(v) for v in res.interval],
+        "eps_ceiling": _json_number(res.eps_ceiling),
         "fraction_of_certified": _json_number(res.fraction),
         "violation": res.violation,
         "fpr": res.fpr,
         "fnr": res.fnr,
         "worst_pair": cal.pair
-        or f"n-1 rows x=0, one row x=c*e1 (c={args.c:g}) labelled +1 in D, -1 in D'",
+        or f"n-1 rows x=0, one row x=c*e1 (c={model.c:g}) labelled +1 in D, -1 in D'",
         "seconds": round(res.seconds, 3),
     }
     if res.projection is None and math.isfinite(cal.lam):  # scalar output
         ren = renyi_estimate(*res.scores, cal.lam, rng=args.seed, certified=cal.eps)
-        out["renyi"] = {
+        out["renyi_binned"] = {
             "order": cal.lam,
             "estimate": _json_number(float(ren.estimate[0])),
             "interval": [_json_number(float(ren.lower[0])), _json_number(float(ren.upper[0]))],
+            "saturated": ren.saturated,
             "certified": cal.eps,
+            "note": _RENYI_NOTE
+            + (
+                f"; saturated: {ren.unmatched:.2%} of the draws on D fall in bins with no "
+                "draw on D', so the data cannot bound it from above"
+                if ren.saturated
+                else ""
+            ),
         }
-    if args.plot:
+    if plot is not None:
         from .audit import plot_audits
 
-        grid = args.eps * np.geomspace(0.1, 10.0, 7)
-        done, results = audit_curve(
-            model, args.n, args.lam, grid, args.method, args.trials, **options
-        )
-        plot_audits(
-            done,
-            results,
-            args.plot,
-            lam=args.lam,
-            title=f"{kind} ({cal.method}), n={cal.n}, {args.trials} trials",
-        )
+        title = f"{kind} ({cal.method}), n={cal.n}, {args.trials} trials"
+        if cal.method == "direct":
+            # direct has no knob: every feasible target gives the same mechanism
+            done, results = [args.eps], [res]
+            out["plot_note"] = (
+                "method direct is not tunable: every target eps gives the same mechanism, "
+                "so the plot shows this one audit instead of a grid across eps"
+            )
+        else:
+            grid = args.eps * 10.0 ** np.linspace(-1.0, 1.0, 7)
+            others = [e for i, e in enumerate(grid) if i != 3]  # grid[3] is --eps itself
+            done, results = audit_curve(
+                model, args.n, args.lam, others, args.method, args.trials, **options
+            )
+            done, results = [*done, args.eps], [*results, res]
+        plot_audits(done, results, plot, lam=args.lam, title=title)
         out["plot"] = str(args.plot)
     return out
 
@@ -534,12 +582,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--trials", type=int, required=True, help="runs per data set (>= 100)")
     a.add_argument("--delta", type=float, default=1e-5, help="delta of (eps, delta)-DP")
     a.add_argument("--confidence", type=float, default=0.95, help="of the lower bound")
-    a.add_argument("--d", type=int, default=1, help="logistic: feature dimension")
+    a.add_argument("--d", type=int, default=None, help="logistic: feature dimension (1)")
     a.add_argument("--plot", default=None, metavar="FILE", help="PNG: audits across eps")
     a.add_argument("--backend", choices=("imh", "pymc"), default=None, help="logistic: MCMC")
     privacy_args(a, GLM_METHODS)
     prior_args(a)
-    a.set_defaults(func=_cmd_audit)
+    a.set_defaults(func=_cmd_audit, c=None)  # None: tell a given --c from the default
 
     b = sub.add_parser("budget", help="privacy budgets in an SQLite ledger: init, show")
     b.add_argument("action", choices=("init", "show"))
