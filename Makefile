@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench experiments clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python benchmarks/calibration.py
 	$(BIN)/python benchmarks/accounting.py
+
+experiments: $(VENV)/.installed  # the paper's experiments, full settings (see experiments/README.md)
+	$(BIN)/python experiments/beta_bernoulli.py
+	$(BIN)/python experiments/statistical_query.py
+	$(BIN)/python experiments/logistic_regression.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -4,7 +4,7 @@ Implements Geumlek, Song, Chaudhuri, "Rényi Differential Privacy Mechanisms for
 Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior public.
 """
 
-from . import audit, preprocessing
+from . import audit, datasets, preprocessing
 from .accounting import RdpAccountant
 from .accounting.ledger import Ledger
 from .calibration import Calibration, calibrate
@@ -38,6 +38,7 @@ __all__ = [
     "RdpAccountant",
     "audit",
     "calibrate",
+    "datasets",
     "preprocessing",
     "release_query",
     "renyi_beta",

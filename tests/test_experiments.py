@@ -1,0 +1,165 @@
+"""The experiment scripts: --quick end to end into a tmp dir, plus their building blocks."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import privbayes as pb
+from privbayes import datasets
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ROOT / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+import _common as C  # noqa: E402
+import beta_bernoulli  # noqa: E402
+
+
+def _have(*files: tuple[str, str]) -> bool:
+    try:
+        for dataset, name in files:
+            datasets.find_data_file(dataset, name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+ADULT = _have(("adult", "adult.data"), ("adult", "adult.test"))
+ALL_DATA = ADULT and _have(
+    ("abalone", "abalone.data"),
+    *[
+        ("mnist", f"{p}-{k}-idx{i}-ubyte.gz")
+        for p in ("train", "t10k")
+        for k, i in (("images", 3), ("labels", 1))
+    ],
+)
+
+
+def _run(script: str, out: Path, *extra: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, str(EXPERIMENTS / script), "--quick", "--out", str(out), "--no-progress"]
+        + list(extra),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _check_outputs(out: Path, name: str, columns: list[str], methods: set[str]) -> list[dict]:
+    with (out / f"{name}.csv").open() as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == columns
+        rows = list(reader)
+    assert rows and {r["method"] for r in rows} == methods
+    pngs = sorted(out.glob(f"{name}_*.png"))
+    assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    report = (out / "REPORT.md").read_text()
+    assert report.count(f"<!-- BEGIN {name} -->") == 1 and report.count(f"<!-- END {name} -->") == 1
+    for p in pngs:
+        assert f"]({p.name})" in report
+    assert "Discussion" in report or name == "logistic_regression"
+    return rows
+
+
+def test_beta_bernoulli_quick(tmp_path):
+    _run("beta_bernoulli.py", tmp_path)
+    rows = _check_outputs(
+        tmp_path,
+        "beta_bernoulli",
+        "method p n lam eps trial k estimate knob".split(),
+        {"diffused", "concentrated", "noisy-stats", "non-private"},
+    )
+    est = np.array([float(r["estimate"]) for r in rows])
+    assert ((est >= 0) & (est <= 1)).all()
+
+
+@pytest.mark.skipif(not ADULT, reason="Adult files not available (see data/README.md)")
+def test_statistical_query_quick(tmp_path):
+    _run("statistical_query.py", tmp_path)
+    _check_outputs(
+        tmp_path,
+        "statistical_query",
+        "query method n lam eps trial answer estimate knob".split(),
+        {"diffused", "concentrated", "gaussian", "non-private"},
+    )
+
+
+@pytest.mark.skipif(not ALL_DATA, reason="Abalone/Adult/MNIST files not available (data/README.md)")
+def test_logistic_regression_quick(tmp_path):
+    _run("logistic_regression.py", tmp_path)
+    rows = _check_outputs(
+        tmp_path,
+        "logistic_regression",
+        "dataset method n d lam eps trial accuracy knob eps_certified seconds status".split(),
+        {"diffused", "concentrated", "ops", "non-private", "map", "majority-class"},
+    )
+    assert {r["dataset"] for r in rows} == {"abalone", "adult", "mnist"}
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert ok, "every release failed"
+    for r in ok:
+        assert 0 <= float(r["accuracy"]) <= 1
+        if r["eps_certified"]:
+            assert float(r["eps_certified"]) <= float(r["eps"])
+
+
+def test_report_sections_are_replaced(tmp_path):
+    report = tmp_path / "REPORT.md"
+    C.replace_report_section(report, "a", "## A\nfirst")
+    C.replace_report_section(report, "b", "## B\nonly")
+    C.replace_report_section(report, "a", "## A\nsecond")
+    text = report.read_text()
+    assert text.startswith(C.REPORT_TITLE)
+    assert text.count("<!-- BEGIN a -->") == 1 and "second" in text and "first" not in text
+    assert text.index("## A") < text.index("## B")  # kept in place
+
+
+def test_results_do_not_depend_on_jobs():
+    grid = np.array([0.1, 1.0])
+    tasks = [(i, 7, 0.3, n, 2.0, grid, 20, (1.0, 1.0)) for i, n in enumerate((10, 100, 1000))]
+    one = C.run_tasks(beta_bernoulli.run_task, tasks, 1, "t", progress=False)
+    two = C.run_tasks(beta_bernoulli.run_task, tasks, 2, "t", progress=False)
+    for a, b in zip(one, two, strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+
+
+@pytest.mark.parametrize("method", ["diffused", "concentrated"])
+def test_vectorised_release_is_the_library_release(method):
+    """The scripts calibrate once and draw per trial; each draw equals pb.sample's."""
+    model = pb.BetaBernoulli(1.0, 2.0)
+    data = np.r_[np.ones(7), np.zeros(43)]
+    for seed in range(5):
+        ours, cal = C.beta_release(model, 50, 3.0, 0.2, method, [7.0], np.random.default_rng(seed))
+        lib = pb.sample(model, data, 3.0, 0.2, method, rng=np.random.default_rng(seed))
+        assert ours[0] == pytest.approx(lib.value, rel=1e-12) and cal.eps == lib.eps
+        values = np.linspace(0, 1, 50) ** 2  # a statistical query with a fractional sum
+        ours, _ = C.beta_release(
+            pb.BetaBernoulli(), 50, 3.0, 0.2, method, [values.sum()], np.random.default_rng(seed)
+        )
+        lib = pb.release_query(values, 3.0, 0.2, method=method, rng=np.random.default_rng(seed))
+        assert ours[0] == pytest.approx(lib.value, rel=1e-12)
+
+
+def test_gaussian_sigma_meets_eps():
+    from privbayes.accounting.curves import gaussian_rdp
+
+    for lam, eps, sens in [(2.0, 0.01, 1.0), (8.0, 10.0, 1e-4), (1.5, 0.3, 0.5)]:
+        s = C.gaussian_sigma(lam, eps, sens)
+        assert float(gaussian_rdp(lam, s, sens)) <= eps
+        assert s == pytest.approx(sens * np.sqrt(lam / (2 * eps)), rel=1e-12)
+
+
+def test_seeding_is_per_task():
+    a = C.task_rng(1, 3).random(4)
+    np.testing.assert_array_equal(a, C.task_rng(1, 3).random(4))
+    assert not np.array_equal(a, C.task_rng(1, 4).random(4))
+    assert not np.array_equal(a, C.task_rng(2, 3).random(4))
