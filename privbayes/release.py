@@ -80,11 +80,18 @@ class _Composition:
         return _composed_rdp(self.calibration, self.size, orders)
 
 
-def _check_size(size) -> int | None:
+MAX_SIZE = 10**7  # draws per call (conjugate models; a model may set a lower max_size)
+
+
+def _check_size(size, model) -> int | None:
+    """Checked before any charge: a call that cannot run must not spend budget."""
     if size is None:
         return None
     if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
         raise ValueError(f"size must be None or an integer >= 1; got {size!r}")
+    limit = getattr(model, "max_size", MAX_SIZE)
+    if size > limit:
+        raise ValueError(f"size must be at most {limit} for {type(model).__name__}; got {size}")
     return int(size)
 
 
@@ -181,7 +188,8 @@ def sample(
         then has a leading axis of length k, ``eps`` and ``rdp()`` are the composed ones,
         and ``calibration`` is the per-draw certificate.
     rng : None (fresh OS entropy), an int seed, or a numpy Generator.
-    progressbar : GLM only: show the MCMC progress bar.
+    progressbar : GLM with backend="pymc" only: show NUTS's progress bar (the IMH back-end
+        has none).
     on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when R-hat >
         1.01 or a transition diverged; "warn" warns and releases anyway.
     ledger, dataset, note : a :class:`privbayes.Ledger` and the budget name to charge. The
@@ -209,7 +217,7 @@ def sample(
             f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
         )
     _check_ledger(ledger, dataset)
-    size = _check_size(size)
+    size = _check_size(size, model)
     stats, n = model._statistics(data)
     return _release(
         model,

@@ -174,7 +174,7 @@ def test_a_proposal_that_misses_the_posterior_is_caught():
 
 def test_too_few_draws_fail_rhat_and_warn_mode_releases():
     X, y = _toy(n=60, d=2)
-    model = BayesianLogisticRegression(beta=0.05, draws=3, chains=2, reruns=0)
+    model = BayesianLogisticRegression(beta=0.05, draws=4, chains=2, reruns=0)
     with pytest.raises(pb.ConvergenceError, match="R-hat"):
         pb.sample(model, (X, y), 2.0, 1.0, rng=0)
     with pytest.warns(RuntimeWarning, match="did not converge"):
@@ -262,3 +262,62 @@ def test_thread_count_from_the_environment(monkeypatch):
     monkeypatch.setenv("PRIVBAYES_NUM_THREADS", "two")
     with pytest.raises(ValueError, match="PRIVBAYES_NUM_THREADS"):
         imh._threads()
+
+
+def test_concurrent_releases_leave_blas_threads_alone():
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    X, y = _toy(n=20_000, d=10)
+    model = BayesianLogisticRegression()
+    out = {}
+
+    def run(seed):
+        out[seed] = pb.sample(model, (X, y), 2.0, 1.0, size=20, rng=seed).value
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    assert after == before and len(out) == 4
+    np.testing.assert_array_equal(out[2], pb.sample(model, (X, y), 2.0, 1.0, size=20, rng=2).value)
+
+
+def test_refusals_before_any_charge_and_never_a_frozen_release(tmp_path):
+    X, y = _toy(n=30, d=2)
+    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger.init_budget("d", eps=1e6, delta=1e-6)
+    with pytest.raises(ValueError, match="size must be at most 100000"):
+        pb.sample(
+            BayesianLogisticRegression(), (X, y), 2.0, 1.0, size=10**12, ledger=ledger, dataset="d"
+        )
+    assert ledger.spent("d") == 0  # nothing charged
+    for bad in (0.0, 1e-7, 1e4, float("nan")):
+        with pytest.raises(ValueError, match="proposal_scale"):
+            BayesianLogisticRegression(proposal_scale=bad)
+    with pytest.raises(ValueError, match="draws"):
+        BayesianLogisticRegression(draws=3)
+    # "warn" does not release chains that never moved (a proposal far too narrow)
+    frozen = BayesianLogisticRegression(beta=0.05, proposal_scale=1e-6, reruns=0)
+    with pytest.raises(pb.ConvergenceError):
+        pb.sample(frozen, (X, y), 2.0, 1.0, rng=0, on_bad_diagnostics="warn")
+    with pytest.raises(pb.SamplingError, match="singular"):
+        Xw, yw = _toy(n=5, d=50, scale=50.0)
+        pb.sample(BayesianLogisticRegression(beta=1e-100), (Xw, yw), 2.0, 1e100, "direct")
+
+
+def test_ledger_names_the_composition(tmp_path):
+    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger.init_budget("d", eps=50.0, delta=1e-6)
+    X, y = _toy(n=40, d=2)
+    pb.sample(BayesianLogisticRegression(), (X, y), 2.0, 1.0, size=5, ledger=ledger, dataset="d")
+    assert ledger.status("d")[0]["charges"][0]["mechanism"].endswith(" x5")
+
+
+def test_ops_calibration_survives_underflow():
+    cal = pb.calibrate(BayesianLogisticRegression(beta=0.1), 50, 2.0, 1e-250, "ops")
+    assert 0 < cal.eps <= 1e-250

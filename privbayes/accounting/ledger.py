@@ -53,8 +53,10 @@ def _dumps(values) -> str:
 def _describe(charge) -> str:
     cal = getattr(charge, "calibration", charge)
     if hasattr(cal, "method") and hasattr(cal, "model"):
+        size = getattr(charge, "size", None)
         return (
             f"{type(cal.model).__name__}/{cal.method} r={cal.r:.6g} m={cal.m:.6g} lam={cal.lam:g}"
+            + (f" x{size}" if size else "")
         )
     return getattr(charge, "__name__", type(charge).__name__)
 

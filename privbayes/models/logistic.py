@@ -72,6 +72,7 @@ class BayesianLogisticRegression(Frozen):
     """
 
     methods = GLM_METHODS
+    max_size = 100_000  # releases per sample(..., size=k) call: one chain each
 
     def __init__(
         self,
@@ -99,7 +100,7 @@ class BayesianLogisticRegression(Frozen):
         chains = defaults["chains"] if chains is None else chains
         for name, v, low in (
             ("tune", tune, 0),
-            ("draws", draws, 1),
+            ("draws", draws, 4 if backend == "imh" else 1),
             ("chains", chains, 2 if backend == "imh" else 1),
             ("reruns", reruns, 0),
         ):
@@ -114,6 +115,8 @@ class BayesianLogisticRegression(Frozen):
             raise ValueError(f"target_accept must be in (0, 1); got {target_accept}")
         self.target_accept = float(target_accept)
         self.proposal_scale = check_positive(proposal_scale, "proposal_scale")
+        if not 1e-6 <= self.proposal_scale <= 1e3:
+            raise ValueError(f"proposal_scale must lie in [1e-6, 1e3]; got {proposal_scale!r}")
         self._freeze()
 
     def __repr__(self) -> str:
@@ -237,7 +240,10 @@ class BayesianLogisticRegression(Frozen):
         else:
             # eps(lam; e) grows from 0 to e_full; solve in log(e) (roots can be ~1e-10)
             def gap(log_e: float) -> float:
-                return math.log(float(pure_dp_rdp(lam, math.exp(log_e)))) - math.log(eps)
+                v = float(pure_dp_rdp(lam, math.exp(log_e)))
+                # below the smallest double the curve underflows: any log below -745 is
+                # just as far under the target, and keeps the gap monotone
+                return (math.log(v) if v > 0 else -800.0) - math.log(eps)
 
             lo = math.log(e_full) - 1.0
             while gap(lo) > 0 and lo > -700:

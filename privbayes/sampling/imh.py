@@ -45,7 +45,7 @@ PILOT = 256
 OPS_MIN_SHARE = 1e-4  # below it OPS's rejection is refused as hopeless
 OPS_BATCH = 4096  # chains per OPS batch
 DRAWS_X_SQRT_CHAINS = 1000
-MIN_DRAWS = 50
+MIN_DRAWS = 100
 MAX_TUNE = 100_000
 _COLS = 256  # proposals per pass over X
 _CELLS = 1 << 21  # rows x proposals per block (16 MB of float64)
@@ -63,6 +63,17 @@ def _threads() -> int:
         return max(1, min(len(os.sched_getaffinity(0)), 8))
     except AttributeError:  # not on Linux
         return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _softplus_sum(z: np.ndarray) -> np.ndarray:
+    """Column sums of log(1 + exp(-z)), without overflow; overwrites z."""
+    a = np.abs(z)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    np.log1p(a, out=a)
+    np.minimum(z, 0.0, out=z)
+    a -= z  # log1p(exp(-|z|)) + max(-z, 0)
+    return a.sum(axis=0)
 
 
 class Target:
@@ -83,28 +94,31 @@ class Target:
         return -self.r * self._loss(w) - 0.5 * self.prec * np.einsum("ij,ij->i", w, w)
 
     def _loss(self, w: np.ndarray) -> np.ndarray:
-        """sum_i log(1 + exp(-y_i x_i.w)) for each row of w: one pass over X."""
+        """sum_i log(1 + exp(-y_i x_i.w)) for each row of w: one pass over X.
+
+        Per row block, the margins come from one matrix product in this thread (BLAS
+        threads as configured); the softplus sums, single-threaded in numpy, are split over
+        ``self.threads`` threads. (No process-wide BLAS limit is touched: concurrent
+        releases must not change each other's thread settings.)
+        """
         rows = max(256, _CELLS // max(1, w.shape[0]))
-        starts = list(range(0, self.n, rows))
         wt = np.ascontiguousarray(w.T)
-
-        def part(start: int) -> np.ndarray:
-            z = self.xy[start : start + rows] @ wt  # margins y x.w, (rows, B)
-            a = np.abs(z)
-            np.negative(a, out=a)
-            np.exp(a, out=a)
-            np.log1p(a, out=a)
-            np.minimum(z, 0.0, out=z)
-            a -= z  # log1p(exp(-|z|)) + max(-z, 0) = softplus(-z), without overflow
-            return a.sum(axis=0)
-
-        if self.threads == 1 or len(starts) == 1:
-            return sum(part(s) for s in starts)
-        from threadpoolctl import threadpool_limits
-
-        # numpy's ufuncs are single-threaded; BLAS would oversubscribe the row threads
-        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(self.threads) as ex:
-            return sum(ex.map(part, starts))
+        total = np.zeros(w.shape[0])
+        pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        try:
+            for start in range(0, self.n, rows):
+                z = self.xy[start : start + rows] @ wt  # margins y x.w, (rows, B)
+                if pool is None or z.shape[0] < 512:
+                    total += _softplus_sum(z)
+                else:
+                    step = -(-z.shape[0] // self.threads)
+                    parts = [z[i : i + step] for i in range(0, z.shape[0], step)]
+                    for part in pool.map(_softplus_sum, parts):
+                        total += part
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return total
 
     def mode(self, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
         """(w_hat, Cholesky factor L of H = L L^T) by damped Newton on -log pi (untruncated)."""
@@ -118,7 +132,14 @@ class Target:
             upper = blas.dsyrk(1.0, a.T, trans=0)  # a^T a (upper); ~8x a plain matmul here
             hess = np.triu(upper) + np.triu(upper, 1).T
             hess[np.diag_indices(self.d)] += self.prec
-            chol = linalg.cholesky(hess, lower=True)
+            try:
+                chol = linalg.cholesky(hess, lower=True)
+            except linalg.LinAlgError:
+                raise SamplingError(
+                    "the posterior's Hessian is numerically singular (prior precision "
+                    f"n beta / m = {self.prec:.3g} is negligible next to the data term); use "
+                    "a larger beta"
+                ) from None
             step = linalg.cho_solve((chol, True), g)
             dec = float(g @ step)  # Newton decrement squared
             if dec < 1e-12:
@@ -272,16 +293,17 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
     # R-hat's sampling noise falls like 1 / (draws sqrt(chains)); for the max over d + 1
     # quantities to resolve 1.01 (measured on iid chains, then allowing for IMH's
     # rejections) we take draws = 1000 / sqrt(chains) unless set.
-    # At least MIN_DRAWS: with few draws per chain, rejections (autocorrelation time ~1.2)
-    # bias split R-hat upwards by ~(tau - 1) / draws, whatever the number of chains.
+    # At least MIN_DRAWS: with few draws per chain, rejections (autocorrelation time tau of
+    # 1.2-2) bias split R-hat upwards by ~(tau - 1) / draws, whatever the number of chains.
     draws = model.draws or max(MIN_DRAWS, math.ceil(DRAWS_X_SQRT_CHAINS / math.sqrt(chains)))
     for attempt in range(model.reruns + 1):
         scale = 2**attempt
         tune = max(model.tune, 2 * needed) * scale  # twice the estimate: M-hat is low
         if tune > MAX_TUNE:
             raise ConvergenceError(
-                f"the proposal fits the posterior too poorly: the estimated burn-in is {tune} "
-                f"steps (> {MAX_TUNE}); nothing was released",
+                f"the burn-in would be {tune} steps (> {MAX_TUNE}; from tune={model.tune} and "
+                f"the estimated weight bound, doubled per rerun): the proposal fits the "
+                "posterior too poorly or tune is too large; nothing was released",
                 diagnostics={"backend": "imh", "tune": tune, "attempts": attempt + 1},
             )
         state, traces, lp_trace, acc, log_w = run_chains(
@@ -297,7 +319,10 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
         "from the posterior the certificate is about. Increase tune/draws, or pass "
         "on_bad_diagnostics='warn' to release anyway"
     )
-    if on_bad == "raise":
+    # "warn" releases a run that narrowly failed, never one that did not move: chains that
+    # (almost) never accept, or weights with no finite mean, sit near their starting law.
+    hopeless = not (diag["acceptance"] >= 0.01 and diag["pareto_k"] <= 1.0)
+    if on_bad == "raise" or hopeless:
         raise ConvergenceError(message, diagnostics=diag)
     warnings.warn(message, RuntimeWarning, stacklevel=5)
     return state, diag
@@ -322,7 +347,14 @@ def release_draw(model, xy, cal, rng, *, size=None, on_bad: str = "raise", **_ig
     # Pilot: independent proposals, used only to choose the burn-in (and OPS's chains).
     pilot_w, pilot_q = proposal.draw(rng, PILOT)
     pilot = target.log_density(pilot_w) - pilot_q
-    needed = burn_in(float(pilot.max() - _log_mean_exp(pilot)))
+    log_m = float(pilot.max() - _log_mean_exp(pilot))
+    if not math.isfinite(log_m):
+        raise ConvergenceError(
+            "the proposal's importance weights are not finite (a degenerate Laplace fit or "
+            "proposal_scale); nothing was released",
+            diagnostics={"backend": "imh"},
+        )
+    needed = burn_in(log_m)
     if cal.method != "ops":
         state, diag = _converged_chains(
             target, proposal, max(model.chains, k), needed, model, rng, on_bad
