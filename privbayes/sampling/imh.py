@@ -379,7 +379,7 @@ def _ops_rejection(model, target, proposal, pilot_w, pilot, needed, k, rng, on_b
             f"ball ||w|| <= R = {radius:g} (from {PILOT} weighted pilot proposals); use a "
             "larger radius (the certificate weakens as eps0 = 2 t c R)"
         )
-    kept, run = [], 0
+    kept, run, diag = [], 0, {}
     budget = math.ceil(3 * k / inside_share) + OPS_BATCH  # chains, if the estimate holds
     while len(kept) < k:
         if run >= budget:
@@ -389,9 +389,20 @@ def _ops_rejection(model, target, proposal, pilot_w, pilot, needed, k, rng, on_b
             )
         want = math.ceil(1.2 * (k - len(kept)) / inside_share)
         chains = min(max(model.chains, want), OPS_BATCH)
-        state, diag = _converged_chains(target, proposal, chains, needed, model, rng, on_bad)
+        state, batch = _converged_chains(target, proposal, chains, needed, model, rng, on_bad)
+        diag = _worst(diag, batch) if diag else batch
         run += chains
         kept.extend(state[np.linalg.norm(state, axis=1) <= radius])
     diag["ops_acceptance"] = len(kept) / run
     diag["chains"] = run
     return np.array(kept[:k]), diag
+
+
+def _worst(a: dict, b: dict) -> dict:
+    """Diagnostics of two OPS batches combined: each check at its worse value."""
+    out = dict(b)
+    for key in ("rhat_max", "pareto_k", "weight_ratio_max", "tv_bound_est", "tune", "attempts"):
+        out[key] = max(a[key], b[key])
+    for key in ("ess_bulk_min", "ess_tail_min", "acceptance"):
+        out[key] = min(a[key], b[key])
+    return out
