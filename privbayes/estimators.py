@@ -124,6 +124,11 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             or (self.n_samples < 1)
         ):
             raise ValueError(f"n_samples must be an integer >= 1; got {self.n_samples!r}")
+        if self.n_samples > BayesianLogisticRegression.max_size:
+            raise ValueError(
+                f"n_samples must be at most {BayesianLogisticRegression.max_size} (one MCMC "
+                f"chain per draw); got {self.n_samples!r}"
+            )
         if self.method not in GLM_METHODS:
             raise ValueError(f"method must be one of {GLM_METHODS}; got {self.method!r}")
         k = int(self.n_samples)

@@ -55,3 +55,5 @@ def test_label_handling_and_errors():
         PrivateLogisticRegression().fit(X * 10, y)  # no silent clipping by default
     with pytest.raises(ValueError, match="n_samples"):
         PrivateLogisticRegression(n_samples=0).fit(X, y)
+    with pytest.raises(ValueError, match="n_samples must be at most"):
+        PrivateLogisticRegression(n_samples=10**6).fit(X, y)

@@ -58,7 +58,7 @@ class BayesianLogisticRegression(Frozen):
         (privbayes.sampling.imh), or "pymc": PyMC's NUTS, the reference.
     tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 20 burn-in
         steps — raised to twice the estimate from the weight bound —, 4 chains and
-        max(50, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
+        max(100, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
         1000, 1000, 4). ``sample(..., size=k)`` runs at least k chains.
     reruns : when the diagnostics fail, the run is repeated with twice the tuning and
         draws, up to this many times (default 2).
