@@ -22,6 +22,11 @@ class BudgetExceededError(PrivBayesError):
     """A charge would exceed a privacy budget (used by the ledger)."""
 
 
+class LedgerError(PrivBayesError, OSError):
+    """A ledger file cannot be opened, created or written (missing folder, no permission,
+    not an SQLite file, locked too long...). The message names the path and the fix."""
+
+
 class ConvergenceError(PrivBayesError, RuntimeError):
     """MCMC did not converge (R-hat > 1.01 or divergent transitions): no release is made.
 

@@ -1,6 +1,7 @@
-"""RDP accounting: curves of standard mechanisms, composition, conversion to (eps, delta)."""
+"""RDP accounting: curves of standard mechanisms, composition, conversion to (eps, delta),
+a durable ledger and the process-wide default accountant (docs/accounting.md)."""
 
-from .accountant import DEFAULT_ORDERS, OrdersWarning, RdpAccountant, rdp_to_dp
+from .accountant import DEFAULT_ORDERS, WIDE_ORDERS, OrdersWarning, RdpAccountant, rdp_to_dp
 from .curves import (
     gaussian_rdp,
     laplace_rdp,
@@ -9,16 +10,21 @@ from .curves import (
     subsampled_gaussian_rdp,
     zcdp_rdp,
 )
+from .default import SharedAccountant, default_accountant, reset_default_accountant
 
 __all__ = [
     "DEFAULT_ORDERS",
     "OrdersWarning",
     "RdpAccountant",
+    "SharedAccountant",
+    "WIDE_ORDERS",
+    "default_accountant",
     "gaussian_rdp",
     "laplace_rdp",
     "pure_dp_rdp",
     "randomized_response_rdp",
     "rdp_to_dp",
+    "reset_default_accountant",
     "subsampled_gaussian_rdp",
     "zcdp_rdp",
 ]

@@ -1,25 +1,29 @@
-"""RDP accountant: compose curves, convert to (eps, delta)-DP (BACKGROUND.md §1).
+"""RDP accountant: compose curves, convert to (eps, delta)-DP (BACKGROUND.md §1,
+docs/accounting.md §3-§5).
 
 Events and accountant kept apart, as in Google's dp_accounting: a *curve* is anything
 that gives eps at an array of orders — a function ``orders -> eps``, a privbayes release
 (``PrivateSample``/``Calibration``: their ``rdp`` method), or a fixed array on the
 accountant's own orders. The accountant adds curves (RDP composition) and converts.
-When every composed curve can be evaluated at any order, the conversion is refined by a
-continuous one-dimensional minimisation over the order around the best grid point.
+
+Rounding always errs towards more privacy spent: composed curves are summed exactly and
+read back rounded up, and the conversions add a bound on their own rounding error. When
+every composed curve can be evaluated at any order, the conversion is refined by a
+continuous minimisation over the order, also beyond the ends of the grid.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize
 
 from .curves import _orders
+from .exact import ExactSum, sum_up
 
-__all__ = ["DEFAULT_ORDERS", "RdpAccountant", "rdp_to_dp", "OrdersWarning"]
+__all__ = ["DEFAULT_ORDERS", "WIDE_ORDERS", "RdpAccountant", "rdp_to_dp", "OrdersWarning"]
 
 DEFAULT_ORDERS = np.unique(
     np.concatenate(
@@ -30,6 +34,15 @@ DEFAULT_ORDERS = np.unique(
         ]
     )
 )
+
+#: The ledger's default grid: DEFAULT_ORDERS plus 40 orders from 1024 up to about 1.2e6
+#: (ratio 1.19), so that the optimal order of a Gaussian-like curve sits inside the grid for
+#: every delta >= 5e-324 unless the whole charge is below about 1e-3 (docs/accounting.md §5).
+WIDE_ORDERS = np.unique(np.concatenate([DEFAULT_ORDERS, 1024.0 * 1.19 ** np.arange(1, 41)]))
+
+_U = 2.0**-53
+_TINY = 2.0**-1060  # absolute floor of the conversion margins (subnormal slop)
+_REFINE_MAX_ORDER = 1e12  # the continuous search above the grid stops here
 
 
 class OrdersWarning(UserWarning):
@@ -43,6 +56,15 @@ def _check_delta(delta) -> float:
     if not 0 <= d <= 1 or math.isnan(d):
         raise ValueError(f"delta must lie in [0, 1]; got {delta!r}")
     return d
+
+
+def _check_eps(eps) -> float:
+    if isinstance(eps, str | bool):
+        raise TypeError(f"eps must be a number >= 0; got {eps!r}")
+    e = float(eps)
+    if not e >= 0:  # NaN fails too
+        raise ValueError(f"eps must be >= 0 (inf allowed); got {eps!r}")
+    return e
 
 
 def _check_method(method) -> None:
@@ -64,36 +86,78 @@ def rdp_to_dp(orders, eps, delta: float, method: str = "improved") -> np.ndarray
     ``improved`` (default; Canonne-Kamath-Steinke 2020 Prop. 12 / Balle et al. 2020 Thm 21):
     eps + log((lam-1)/lam) - (log delta + log lam)/(lam-1), clamped at 0.
     ``mironov`` (Mironov 2017 Prop. 3): eps + log(1/delta)/(lam-1).
-    Order inf converts to eps(inf) (pure DP) for any delta; order 1 gives inf.
-    delta = 0 leaves only order inf.
+    Each value is rounded up by a bound on its floating-point error (docs/accounting.md §4).
+
+    Limits (docs/accounting.md §4): RDP eps = 0 at any order means the two output laws are
+    equal, so 0 for every delta (also delta = 0 and order 1); delta = 1 gives 0 (every
+    mechanism is (0, 1)-DP); order inf converts to eps(inf) (pure DP) for any delta;
+    otherwise order 1 (KL) gives inf, delta = 0 gives inf at finite orders, and an
+    unbounded RDP eps gives inf.
     """
     lam = _orders(orders)
     eps = np.broadcast_to(np.asarray(eps, float), lam.shape)
     delta = _check_delta(delta)
     _check_method(method)
-    if np.isnan(eps).any():
-        raise ValueError("eps must not be NaN")
+    if np.isnan(eps).any() or (eps < 0).any():
+        raise ValueError("eps must be >= 0 at every order (no NaN)")
     out = np.full(lam.shape, np.inf)
     inf = np.isinf(lam)
     out[inf] = eps[inf]
-    mid = ~inf & (lam > 1)
+    mid = ~inf & (lam > 1) & np.isfinite(eps)
     if delta > 0 and mid.any():
         lm, em = lam[mid], eps[mid]
-        with np.errstate(invalid="ignore"):
-            if method == "improved":
-                val = em + np.log1p(-1.0 / lm) - (math.log(delta) + np.log(lm)) / (lm - 1)
-            else:
-                val = em + math.log(1.0 / delta) / (lm - 1)
-        val = np.where(np.isinf(em), np.inf, val)
-        out[mid] = np.maximum(val, 0.0)
+        log_d = math.log(delta)
+        t = lm - 1
+        if method == "improved":
+            a, b = np.log1p(-1.0 / lm), (log_d + np.log(lm)) / t
+            val = em + a - b
+            err = 16 * _U * (em + np.abs(a) + (abs(log_d) + np.log(lm)) / t + np.abs(val))
+        else:
+            b = -log_d / t  # not log(1/delta): 1/delta overflows for subnormal delta
+            val = em + b
+            err = 16 * _U * (em + b)
+        out[mid] = np.maximum(np.nextafter(val + err + _TINY, np.inf), 0.0)
+    out[eps == 0] = 0.0
+    if delta == 1:
+        out[:] = 0.0
     return out
 
 
 def _log_delta(lam: np.ndarray, eps_rdp: np.ndarray, eps: float) -> np.ndarray:
-    """log delta at each order for a target eps (the improved conversion solved for delta)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        val = (lam - 1) * (eps_rdp - eps + np.log1p(-1.0 / lam)) - np.log(lam)
-    return np.where(np.isinf(eps_rdp), np.inf, val)
+    """log delta at each finite order > 1 for a target eps (the improved conversion solved
+    for delta), rounded up; inf where eps_rdp is inf, -inf where eps is inf."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        t = lam - 1
+        a = np.log1p(-1.0 / lam)
+        val = t * (eps_rdp - eps + a) - np.log(lam)
+        err = 16 * _U * (t * (eps_rdp + eps + np.abs(a)) + np.log(lam) + np.abs(val)) + _TINY
+        out = val + err
+    out = np.where(np.isinf(eps_rdp), np.inf, out)
+    return np.where(math.isinf(eps) & np.isfinite(eps_rdp), -np.inf, out)
+
+
+def _grid_conversion(orders: np.ndarray, eps: np.ndarray, delta: float, method: str):
+    """(eps, order, index, at_edge) of the best grid order; eps and curve arrays >= 0.
+
+    ``at_edge``: the best order is the smallest or largest finite order > 1 of the grid
+    (and eps > 0), so a wider grid might do better. Order nan when no order is needed
+    (delta = 1) or none gives a finite value.
+    """
+    dp = rdp_to_dp(orders, eps, delta, method)
+    if delta == 1:
+        return 0.0, math.nan, -1, False
+    best = int(np.argmin(dp))
+    val = float(dp[best])
+    if not math.isfinite(val):
+        return math.inf, math.nan, -1, False
+    finite = np.flatnonzero(np.isfinite(orders) & (orders > 1))
+    at_edge = bool(val > 0 and finite.size and best in (finite[0], finite[-1]))
+    return val, float(orders[best]), best, at_edge
+
+
+def _is_release(curve) -> bool:
+    cal = getattr(curve, "calibration", None)
+    return cal is not None and hasattr(cal, "rdp") and hasattr(curve, "size")
 
 
 class RdpAccountant:
@@ -107,28 +171,32 @@ class RdpAccountant:
 
     All composed curves must share one neighbour relation: privbayes releases are
     replace-one; :func:`subsampled_gaussian_rdp` is add/remove (as in DP-SGD accountants).
+    Composition is exact (docs/accounting.md §3): ``rdp`` is the exact sum rounded up.
+    A privbayes release is kept for refinement as its (public) calibration and size only,
+    never with its drawn values.
     """
 
     def __init__(self, orders=None) -> None:
         self.orders = DEFAULT_ORDERS if orders is None else sorted_orders(orders)
-        self._eps = np.zeros(self.orders.shape)
-        self._parts: list[tuple[Callable, int]] | None = []  # None once a fixed array came
-        self._warn = True
+        self._sum = ExactSum(self.orders.size)
+        self._upper: np.ndarray | None = None
+        # evaluable parts for refinement, by identity: id -> [curve, count]; None once a
+        # fixed array was composed (no longer evaluable between grid points)
+        self._parts: dict[int, list] | None = {}
+        self.releases = 0  # how many curves were composed (with their counts)
 
     # -- composition ------------------------------------------------------------------
-    def _evaluate(self, curve, orders: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _evaluate(curve, orders: np.ndarray) -> np.ndarray:
         if hasattr(curve, "rdp"):
             return np.asarray(curve.rdp(orders), float)
         if callable(curve):
             return np.asarray(curve(orders), float)
         raise TypeError("curve must be a release (with .rdp), a function of orders or an array")
 
-    def compose(self, curve, count: int = 1) -> RdpAccountant:
-        """Add ``count`` copies of ``curve`` (RDP composition). Returns self.
-
-        ``curve``: a PrivateSample/Calibration, a function ``orders -> eps``, or an array of
-        eps on ``self.orders``.
-        """
+    def _prepare(self, curve, count) -> tuple[np.ndarray, object, int]:
+        """Evaluate ``curve`` on the orders and check it: (eps, evaluable part or None,
+        multiplicity of that part per copy). Runs no state change (no lock needed)."""
         if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
             raise ValueError(f"count must be an integer >= 0; got {count!r}")
         fixed = isinstance(curve, np.ndarray | list | tuple)
@@ -140,22 +208,56 @@ class RdpAccountant:
             )
         if np.isnan(eps).any() or (eps < 0).any():
             raise ValueError("a curve must be >= 0 at every order (no NaN)")
+        part, mult = (None, 0) if fixed else (curve, 1)
+        if _is_release(curve):  # keep the calibration, not the draws
+            size = curve.size or 1
+            cal_eps = np.asarray(curve.calibration.rdp(self.orders), float)
+            if np.array_equal(eps, cal_eps * size) or np.array_equal(eps, cal_eps):
+                part, mult = curve.calibration, (1 if np.array_equal(eps, cal_eps) else size)
+                eps = cal_eps
+            else:
+                part, mult = None, 0
+        return eps, part, mult
+
+    def _add(self, eps: np.ndarray, part, mult: int, count: int) -> None:
         if count == 0:
-            return self  # nothing composed (and no 0 * inf)
-        if fixed:
-            self._parts = None  # no longer evaluable between grid points
+            return  # nothing composed (and no 0 * inf)
+        self._sum.add(eps, int(count) * max(mult, 1))
+        self._upper = None
+        self.releases += int(count)
+        if part is None:
+            self._parts = None
         elif self._parts is not None:
-            self._parts.append((curve, int(count)))
-        self._eps = self._eps + int(count) * eps
+            entry = self._parts.setdefault(id(part), [part, 0])
+            entry[1] += int(count) * mult
+
+    def compose(self, curve, count: int = 1) -> RdpAccountant:
+        """Add ``count`` copies of ``curve`` (RDP composition, exact). Returns self.
+
+        ``curve``: a PrivateSample/Calibration, a function ``orders -> eps``, or an array of
+        eps on ``self.orders``. Raises ValueError for a curve with NaN or negative values,
+        the wrong shape, or a count that is not an integer >= 0.
+        """
+        self._add(*self._prepare(curve, count), count)
         return self
 
     @property
     def rdp(self) -> np.ndarray:
-        """The composed eps at each of ``orders`` (a copy)."""
-        return self._eps.copy()
+        """The composed eps at each of ``orders``: the exact sum rounded up (a copy)."""
+        return self._total_grid().copy()
+
+    def _total_grid(self) -> np.ndarray:
+        if self._upper is None:
+            self._upper = self._sum.upper()
+        return self._upper
 
     def _total(self, lam: float) -> float:
-        return float(sum(c * self._evaluate(f, np.array([lam]))[0] for f, c in self._parts))
+        """The composed eps at any order (exact sum of the parts, rounded up)."""
+        parts = list(self._parts.values())
+        vals = [float(self._evaluate(f, np.array([lam])).ravel()[0]) for f, _ in parts]
+        if any(math.isnan(v) or v < 0 for v in vals):
+            return math.inf
+        return sum_up(vals, [c for _, c in parts])
 
     # -- conversion -------------------------------------------------------------------
     def get_epsilon_and_order(
@@ -163,27 +265,33 @@ class RdpAccountant:
     ) -> tuple[float, float]:
         """(eps, the order achieving it) of (eps, delta)-DP for everything composed so far.
 
-        ``refine``: minimise over continuous orders next to the best grid order when every
-        composed curve can be evaluated anywhere (never worse than the grid).
+        ``refine``: minimise over continuous orders around the best grid order — and beyond
+        the largest one when that is best — when every composed curve can be evaluated
+        anywhere (never worse than the grid). An OrdersWarning says when the optimum sits
+        at an end of the grid and could not be refined past it.
+
+        Special cases (docs/accounting.md §4): nothing composed, or a composed curve that
+        is 0 at some order, gives (0.0, that order) for every delta; delta = 1 gives
+        (0.0, nan); delta = 0 gives the order-inf value (pure DP; inf without order inf);
+        no finite value gives (inf, nan).
         """
         delta = _check_delta(delta)
         _check_method(method)
-        inf = np.flatnonzero(np.isinf(self.orders))
-        pure = (float(self._eps[inf[0]]), math.inf) if inf.size else (math.inf, math.inf)
-        finite = np.flatnonzero(np.isfinite(self.orders) & (self.orders > 1))
-        if delta == 0 or finite.size == 0:  # only pure DP (order inf) is left
-            return pure
-        dp = rdp_to_dp(self.orders, self._eps, delta, method)
-        best = int(np.argmin(dp))
-        eps, lam = float(dp[best]), float(self.orders[best])
-        if not math.isfinite(eps):
+        total = self._total_grid()
+        eps, lam, best, at_edge = _grid_conversion(self.orders, total, delta, method)
+        if eps == 0 or not math.isfinite(eps) or delta == 0:
             return eps, lam
-        refined = self._refine(best, delta, method) if refine else None
-        if refined is not None and refined[0] < eps:
-            eps, lam = refined
-        if eps > 0 and best in (finite[0], finite[-1]) and self._warn:
+        finite = np.flatnonzero(np.isfinite(self.orders) & (self.orders > 1))
+        if refine and self._parts and best in finite:
+            refined = self._refine(best, delta, method)
+            if refined is not None:
+                r_eps, r_lam, r_edge = refined
+                at_edge = r_edge
+                if r_eps < eps:
+                    eps, lam = r_eps, r_lam
+        if at_edge:
             warnings.warn(
-                f"the best grid order {self.orders[best]:g} is at an end of `orders` "
+                f"the best order {lam:g} is at an end of `orders` "
                 f"[{self.orders[finite[0]]:g}, {self.orders[finite[-1]]:g}]; "
                 "pass a wider `orders` grid to RdpAccountant",
                 OrdersWarning,
@@ -191,54 +299,83 @@ class RdpAccountant:
             )
         return eps, lam
 
-    def _refine(self, best: int, delta: float, method: str):
-        """Continuous minimisation between the grid neighbours of the best order."""
-        if not self._parts or math.isinf(self.orders[best]):
-            return None
-        lo = self.orders[best - 1] if best > 0 else 1.0 + 1e-9
-        hi = self.orders[best + 1] if best + 1 < self.orders.size else self.orders[best]
-        if not (math.isfinite(hi) and hi > lo):
-            return None
+    def _bracket(self, best: int, objective) -> tuple[float, float, bool]:
+        """An interval around the best grid order for the continuous search, extended by
+        doubling above the largest finite order while the objective keeps falling."""
+        fin = self.orders[np.isfinite(self.orders) & (self.orders > 1)]
+        i = int(np.searchsorted(fin, self.orders[best]))
+        lo = float(fin[i - 1]) if i > 0 else 1.0 + 1e-12
+        if i + 1 < fin.size:
+            return lo, float(fin[i + 1]), False
+        x, fx = float(fin[i]), objective(float(fin[i]))
+        while True:
+            if 2 * x > _REFINE_MAX_ORDER:
+                return max(lo, x / 2), x, True  # still falling at the cap
+            f2 = objective(2 * x)
+            if not f2 < fx:
+                return max(lo, x / 2), 2 * x, False
+            lo, x, fx = x, 2 * x, f2
 
-        def f(lam):
+    def _refine(self, best: int, delta: float, method: str):
+        """(eps, order, at_edge) of the continuous minimisation, or None."""
+
+        def f(lam: float) -> float:
             return float(rdp_to_dp(lam, self._total(lam), delta, method))
 
+        lo, hi, capped = self._bracket(best, f)
+        if not hi > lo:
+            return None
         res = optimize.minimize_scalar(
             f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10 * hi}
         )
-        return (float(res.fun), float(res.x)) if res.success else None
+        if not res.success:
+            return None
+        return float(res.fun), float(res.x), capped
 
     def get_epsilon(self, delta: float, method: str = "improved", refine: bool = True) -> float:
-        """eps of (eps, delta)-DP; inf when no order gives a finite value."""
+        """eps of (eps, delta)-DP; inf when no order gives a finite value (see
+        :meth:`get_epsilon_and_order` for the special cases)."""
         return self.get_epsilon_and_order(delta, method, refine)[0]
 
-    def get_delta(self, eps: float) -> float:
-        """Smallest delta such that everything composed is (eps, delta)-DP (improved conversion).
+    def get_delta(self, eps: float, refine: bool = True) -> float:
+        """Smallest delta such that everything composed is (eps, delta)-DP (improved
+        conversion, rounded up; continuous refinement over the order as for eps).
 
-        Clamped to [0, 1]; continuous refinement over the order as for eps.
+        Special cases (docs/accounting.md §4): a composed curve that is 0 at some order
+        (or nothing composed) gives 0; a finite order-inf value <= eps gives 0 (pure DP);
+        eps = inf gives 0 when some order has a finite value (the output laws are then
+        absolutely continuous) and 1 otherwise (e.g. sigma = 0: the mechanism reveals its
+        input, and only delta = 1 covers that); otherwise clamped to [0, 1].
         """
-        eps = float(eps)
-        if not eps >= 0 or math.isnan(eps):
-            raise ValueError(f"eps must be >= 0; got {eps!r}")
+        eps = _check_eps(eps)
+        total = self._total_grid()
+        if (total == 0).any():
+            return 0.0
+        finite_val = np.isfinite(total)
+        if math.isinf(eps):
+            return 0.0 if finite_val.any() else 1.0
         inf = np.isinf(self.orders)
-        if inf.any() and self._eps[inf][0] <= eps:
+        if inf.any() and total[inf][0] <= eps:
             return 0.0
         fin = ~inf & (self.orders > 1)
         if not fin.any():
             return 1.0
-        log_d = _log_delta(self.orders[fin], self._eps[fin], eps)
+        lams = self.orders[fin]
+        log_d = _log_delta(lams, total[fin], eps)
         best = int(np.argmin(log_d))
         val = float(log_d[best])
-        if self._parts:
-            lams = self.orders[fin]
-            lo = lams[best - 1] if best > 0 else 1.0 + 1e-9
-            hi = lams[best + 1] if best + 1 < lams.size else lams[best]
-            if hi > lo:
-                res = optimize.minimize_scalar(
-                    lambda a: float(_log_delta(np.array(a), np.array(self._total(a)), eps)),
-                    bounds=(lo, hi),
-                    method="bounded",
-                    options={"xatol": 1e-10 * hi},
-                )
+        if refine and self._parts and math.isfinite(val):
+
+            def f(a: float) -> float:
+                return float(_log_delta(np.array([a]), np.array([self._total(a)]), eps)[0])
+
+            lo = float(lams[best - 1]) if best > 0 else 1.0 + 1e-12
+            hi = float(lams[best + 1]) if best + 1 < lams.size else 2 * float(lams[best])
+            res = optimize.minimize_scalar(
+                f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10 * hi}
+            )
+            if res.success:
                 val = min(val, float(res.fun))
-        return float(min(1.0, math.exp(val))) if val < 0 else 1.0
+        if val >= 0:
+            return 1.0
+        return min(1.0, float(np.nextafter(math.exp(val) * (1 + 4 * _U), np.inf)))

@@ -3,38 +3,50 @@
 Per data set name, a budget (eps, delta) and every charge (mechanism, its RDP curve on the
 ledger's orders, time, a note). A charge composes the new curve with the running total and
 converts to (eps, delta)-DP; if that exceeds the budget it raises BudgetExceededError and
-writes nothing. Correct under concurrency and crashes:
+writes nothing. Correct under concurrency, crashes and rounding:
 
 * each charge is one ``BEGIN IMMEDIATE`` transaction (the write lock is taken before the
   running total is read, so two processes can never both spend the last of a budget);
 * WAL journal and ``synchronous=FULL``: a committed charge survives a crash or power loss,
-  an interrupted one leaves no trace (SQLite rolls it back on the next open).
+  an interrupted one leaves no trace (SQLite rolls it back on the next open);
+* the running total is the exact sum of the charged curves (stored as short lists of
+  doubles that add up exactly) and is converted rounded up (docs/accounting.md §3): a
+  charge, however small, is either refused or counted.
+
+The orders every curve is stored on are fixed when the file is created; the default,
+:data:`WIDE_ORDERS`, reaches order 1.2e6 so that the conversion stays accurate down to
+delta = 5e-324 (docs/accounting.md §5). Pass ``orders=`` to :meth:`Ledger.create` (or to
+the constructor of a new file) for another grid.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import time
+import uuid
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import BudgetExceededError
-from .accountant import DEFAULT_ORDERS, RdpAccountant, _check_delta, sorted_orders
+from ..errors import BudgetExceededError, LedgerError
+from .accountant import WIDE_ORDERS, OrdersWarning, _grid_conversion, sorted_orders
+from .exact import ExactSum
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS budgets (
+_FORMAT = "privbayes-ledger-1"
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS budgets (
     dataset TEXT PRIMARY KEY,
     eps REAL NOT NULL,
     delta REAL NOT NULL,
-    total TEXT NOT NULL,          -- running sum of the charged curves (JSON, on the orders)
+    total TEXT NOT NULL,          -- exact running sum of the charged curves (JSON partials)
     created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS charges (
+)""",
+    """CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     dataset TEXT NOT NULL REFERENCES budgets(dataset),
     mechanism TEXT NOT NULL,
@@ -42,12 +54,12 @@ CREATE TABLE IF NOT EXISTS charges (
     eps_after REAL NOT NULL,      -- (eps, delta)-DP spent once this charge is in
     time REAL NOT NULL,
     note TEXT NOT NULL DEFAULT ''
-);
-"""
+)""",
+)
 
 
 def _dumps(values) -> str:
-    return json.dumps([float(v) for v in values])  # inf as Infinity: Python reads it back
+    return json.dumps([float(v) for v in values])  # repr round-trips; inf as Infinity
 
 
 def _describe(charge) -> str:
@@ -61,29 +73,130 @@ def _describe(charge) -> str:
     return getattr(charge, "__name__", type(charge).__name__)
 
 
+def _check_budget(eps, delta) -> tuple[float, float]:
+    """A budget's (eps, delta): eps finite >= 0, delta strictly inside (0, 1)."""
+    for name, v in (("eps", eps), ("delta", delta)):
+        if isinstance(v, str | bool) or not isinstance(v, int | float | np.number):
+            raise TypeError(f"{name} must be a number; got {v!r}")
+    e, d = float(eps), float(delta)
+    if not (e >= 0 and math.isfinite(e)):
+        raise ValueError(f"eps must be finite and >= 0; got {eps!r}")
+    if not 0 < d < 1:
+        raise ValueError(
+            f"delta must lie strictly between 0 and 1; got {delta!r} (delta = 1 would charge "
+            "every release eps = 0, so the budget would never bind; delta = 0 would refuse "
+            "every release that is not pure DP). Use a small delta, well below 1/n, e.g. 1e-6"
+        )
+    return e, d
+
+
+def _check_path(path, must_exist: bool) -> Path:
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
+        raise TypeError(f"the ledger path must be a file path; got {path!r}")
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text.strip():
+        raise LedgerError("the ledger path is empty; pass a file path such as budget.sqlite")
+    p = Path(text)
+    if p.is_dir():
+        raise LedgerError(
+            f"the ledger path {p} is a folder, not a file; pass a file path such as "
+            f"{p / 'budget.sqlite'}"
+        )
+    if must_exist and not p.is_file():
+        raise LedgerError(
+            f"no ledger at {p}; create it with `privbayes budget init` (Ledger.create)"
+        )
+    parent = p.parent
+    if not parent.is_dir():
+        raise LedgerError(
+            f"cannot open the ledger {p}: the folder {parent} does not exist; create it "
+            "first or choose another path"
+        )
+    return p
+
+
+def _ledger_error(exc: sqlite3.Error, path: Path, timeout: float) -> LedgerError:
+    """A one-line LedgerError naming the path and the fix for an SQLite failure."""
+    msg = str(exc)
+    low = msg.lower()
+    if "not a database" in low or "malformed" in low or "not a privbayes" in low:
+        text = (
+            f"{path} is not a privbayes ledger (not an SQLite ledger file: {msg}); pass "
+            "the file made by `privbayes budget init`, or a new file name"
+        )
+    elif "readonly" in low or "read-only" in low or "unable to open" in low:
+        text = (
+            f"cannot open the ledger {path} for writing ({msg}); the ledger needs write "
+            f"access to the file and its folder {path.parent}: fix the permissions or "
+            "choose a writable path"
+        )
+    elif "locked" in low or "busy" in low:
+        text = (
+            f"the ledger {path} stayed locked by another process for {timeout:g} s; retry, "
+            "or pass a longer timeout"
+        )
+    else:
+        text = f"the ledger {path} cannot be used ({msg}); check the file and its folder"
+    return LedgerError(text)
+
+
+def _setup(db: sqlite3.Connection, orders: np.ndarray) -> None:
+    """Create the tables (idempotent) and store the orders if this is a new ledger."""
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    names.discard("sqlite_sequence")
+    if names and not {"meta", "budgets", "charges"} <= names:
+        raise sqlite3.DatabaseError("not a privbayes ledger: other tables are present")
+    for stmt in _TABLES:
+        db.execute(stmt)
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('orders', ?)", (_dumps(orders),))
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (_FORMAT,))
+
+
 class Ledger:
-    """An SQLite privacy ledger at ``path`` (created if missing).
+    """An SQLite privacy ledger at ``path``.
 
     Parameters
     ----------
-    path : file path of the database.
-    orders : the orders every curve is stored on (default :data:`DEFAULT_ORDERS`); fixed
-        when the file is created, read back afterwards.
+    path : file path of the database (its folder must exist).
+    orders : the orders every curve is stored on, fixed when the file is created (default
+        :data:`WIDE_ORDERS`, up to order 1.2e6); read back from an existing file (a
+        different ``orders`` is then ignored with a warning).
     timeout : seconds to wait for another process's charge to finish.
+    create : create the file if missing (default); False raises LedgerError instead.
+
+    To create a ledger together with its first budget, with nothing written when the
+    budget is invalid, use :meth:`Ledger.create`.
+
+    Raises LedgerError (a PrivBayesError and an OSError) with a one-line message naming
+    the path and the fix: empty path, missing folder, a folder given as path, no write
+    permission, a file that is not a privbayes ledger, a lock held too long.
     """
 
     def __init__(self, path, orders=None, timeout: float = 60.0, create: bool = True) -> None:
-        self.path = Path(path)
-        if not create and not self.path.is_file():
-            raise FileNotFoundError(f"no ledger at {self.path}; create it with `budget init`")
-        self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)  # idempotent; safe when several processes open at once
-        lam = DEFAULT_ORDERS if orders is None else sorted_orders(orders)
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('orders', ?)", (_dumps(lam),))
-        row = self._db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
+        self.path = _check_path(path, must_exist=not create)
+        self.timeout = float(timeout)
+        lam = WIDE_ORDERS if orders is None else sorted_orders(orders)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _ledger_error(exc, self.path, self.timeout) from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("BEGIN IMMEDIATE")  # several processes may open a new file
+            try:
+                _setup(self._db, lam)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            row = self._db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise _ledger_error(exc, self.path, self.timeout) from None
         self.orders = np.array(json.loads(row[0]), dtype=float)
         if orders is not None and not np.array_equal(self.orders, lam):
             warnings.warn(
@@ -91,6 +204,40 @@ class Ledger:
                 UserWarning,
                 stacklevel=2,
             )
+
+    @classmethod
+    def create(
+        cls, path, dataset: str, eps: float, delta: float, orders=None, timeout: float = 60.0
+    ) -> Ledger:
+        """Create the budget (eps, delta) of ``dataset`` in the ledger at ``path``, creating
+        the file if needed; returns the open Ledger.
+
+        Everything is checked before any file is touched, and a new file is built aside
+        and moved into place only once it holds the budget: a failed ``budget init``
+        leaves no file behind. ``orders`` (default :data:`WIDE_ORDERS`) applies to a new
+        file; for an existing one it must equal the file's orders (ValueError otherwise).
+
+        Raises ValueError (bad eps, delta, name or orders; the budget exists), LedgerError
+        (the path cannot be used).
+        """
+        dataset = _name(dataset)
+        eps, delta = _check_budget(eps, delta)
+        lam = WIDE_ORDERS if orders is None else sorted_orders(orders)
+        p = _check_path(path, must_exist=False)
+        if not p.exists() and _create_file(p, dataset, eps, delta, lam, float(timeout)):
+            return cls(p, timeout=timeout, create=False)
+        ledger = cls(p, timeout=timeout, create=False)
+        try:
+            if orders is not None and not np.array_equal(ledger.orders, lam):
+                raise ValueError(
+                    f"orders: the ledger {p} already exists with its own {ledger.orders.size} "
+                    "orders (fixed when it was created); omit `orders` or use a new file"
+                )
+            ledger.init_budget(dataset, eps, delta)
+        except BaseException:
+            ledger.close()
+            raise
+        return ledger
 
     def close(self) -> None:
         self._db.close()
@@ -101,24 +248,30 @@ class Ledger:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _sql(self, *args):
+        try:
+            return self._db.execute(*args)
+        except sqlite3.Error as exc:
+            raise _ledger_error(exc, self.path, self.timeout) from None
+
     # -- budgets --------------------------------------------------------------------
     def init_budget(self, dataset: str, eps: float, delta: float) -> None:
-        """Create the budget (eps, delta) of ``dataset``; ValueError if it exists."""
+        """Create the budget (eps, delta) of ``dataset``: eps finite >= 0, delta strictly
+        between 0 and 1 (ValueError naming the argument otherwise, or if it exists)."""
         dataset = _name(dataset)
-        eps = float(eps)
-        if not (eps >= 0 and math.isfinite(eps)):
-            raise ValueError(f"eps must be finite and >= 0; got {eps!r}")
-        delta = _check_delta(delta)
+        eps, delta = _check_budget(eps, delta)
         try:
             self._db.execute(
                 "INSERT INTO budgets VALUES (?, ?, ?, ?, ?)",
-                (dataset, eps, delta, _dumps(np.zeros(self.orders.size)), time.time()),
+                (dataset, eps, delta, _zero_total(self.orders.size), time.time()),
             )
         except sqlite3.IntegrityError:
             raise ValueError(f"dataset {dataset!r} already has a budget") from None
+        except sqlite3.Error as exc:
+            raise _ledger_error(exc, self.path, self.timeout) from None
 
     def _budget(self, dataset: str):
-        row = self._db.execute(
+        row = self._sql(
             "SELECT eps, delta, total FROM budgets WHERE dataset=?", (dataset,)
         ).fetchone()
         if row is None:
@@ -126,12 +279,12 @@ class Ledger:
                 f"no budget for dataset {dataset!r}; create it with Ledger.init_budget "
                 "or `privbayes budget init`"
             )
-        return row[0], row[1], np.array(json.loads(row[2]), dtype=float)
+        return row[0], row[1], ExactSum.from_partials(json.loads(row[2]))
 
-    def _spent(self, total: np.ndarray, delta: float) -> float:
-        acc = RdpAccountant(self.orders).compose(total)
-        acc._warn = False  # the ledger's grid is fixed; a grid-end warning is not actionable
-        return acc.get_epsilon(delta, refine=False)
+    def _spent(self, total: ExactSum, delta: float) -> tuple[float, float, bool]:
+        """(eps spent, its order, whether that order is an end of the grid), rounded up."""
+        eps, lam, _, at_edge = _grid_conversion(self.orders, total.upper(), delta, "improved")
+        return eps, lam, at_edge
 
     # -- charges --------------------------------------------------------------------
     def charge(self, dataset: str, charge, note: str = "") -> int:
@@ -139,7 +292,9 @@ class Ledger:
         ``self.orders``) against ``dataset``; returns the charge id.
 
         Raises BudgetExceededError (writing nothing) when the composed (eps, delta) would
-        exceed the budget, KeyError when the data set has no budget.
+        exceed the budget, KeyError when the data set has no budget, LedgerError when the
+        file cannot be written. Warns (OrdersWarning) when the best order of the
+        conversion is an end of the ledger's grid (the spent eps may then be overstated).
         """
         dataset = _name(dataset)
         if isinstance(charge, np.ndarray | list | tuple):
@@ -155,38 +310,57 @@ class Ledger:
                 f"a charge must give eps >= 0 at each of the {self.orders.size} orders"
             )
         mechanism = _describe(charge)
-        self._db.execute("BEGIN IMMEDIATE")  # the write lock, before reading the total
+        self._sql("BEGIN IMMEDIATE")  # the write lock, before reading the total
         try:
             eps_budget, delta, total = self._budget(dataset)
-            new_total = total + curve
-            spent = self._spent(new_total, delta)
+            total.add(curve)
+            spent, order, at_edge = self._spent(total, delta)
             if not spent <= eps_budget:
                 raise BudgetExceededError(
                     f"charging {mechanism} to {dataset!r} would spend eps={spent:.6g} at "
                     f"delta={delta:g}, over the budget eps={eps_budget:g}; nothing was charged"
                 )
-            cur = self._db.execute(
+            cur = self._sql(
                 "INSERT INTO charges (dataset, mechanism, curve, eps_after, time, note) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (dataset, mechanism, _dumps(curve), spent, time.time(), str(note)),
             )
-            self._db.execute(
-                "UPDATE budgets SET total=? WHERE dataset=?", (_dumps(new_total), dataset)
+            self._sql(
+                "UPDATE budgets SET total=? WHERE dataset=?",
+                (json.dumps(total.partials()), dataset),
             )
             self._before_commit()
-            self._db.execute("COMMIT")
-            return int(cur.lastrowid)
+            self._sql("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        if at_edge:
+            self._warn_edge(order)
+        return int(cur.lastrowid)
+
+    def _warn_edge(self, order: float) -> None:
+        fin = self.orders[np.isfinite(self.orders) & (self.orders > 1)]
+        warnings.warn(
+            f"the best order {order:g} is at an end of the ledger's orders "
+            f"[{fin[0]:g}, {fin[-1]:g}], so the eps spent may be overstated; create the "
+            "ledger with a wider `orders` grid (Ledger.create(..., orders=...))",
+            OrdersWarning,
+            stacklevel=3,
+        )
 
     def _before_commit(self) -> None:
         """Nothing; the crash test replaces it to be killed inside a transaction."""
 
     # -- reading --------------------------------------------------------------------
     def status(self, dataset: str | None = None) -> list[dict]:
-        """Budgets with spent eps and their charges (oldest first), one dict per data set."""
-        rows = self._db.execute(
+        """Budgets with spent eps and their charges (oldest first), one dict per data set.
+
+        Keys: dataset, eps_budget, delta, eps_spent (rounded up), order (the order the
+        conversion used), at_grid_edge (True when that
+        order is an end of the ledger's orders: eps_spent may be overstated), charges (id,
+        mechanism, eps_after, time, note).
+        """
+        rows = self._sql(
             "SELECT dataset, eps, delta, total FROM budgets"
             + (" WHERE dataset=?" if dataset is not None else "")
             + " ORDER BY dataset",
@@ -196,17 +370,20 @@ class Ledger:
             raise KeyError(f"no budget for dataset {dataset!r}")
         out = []
         for name, eps, delta, total in rows:
-            charges = self._db.execute(
+            charges = self._sql(
                 "SELECT id, mechanism, eps_after, time, note FROM charges WHERE dataset=? "
                 "ORDER BY id",
                 (name,),
             ).fetchall()
+            spent, order, at_edge = self._spent(ExactSum.from_partials(json.loads(total)), delta)
             out.append(
                 {
                     "dataset": name,
                     "eps_budget": eps,
                     "delta": delta,
-                    "eps_spent": self._spent(np.array(json.loads(total)), delta),
+                    "eps_spent": spent,
+                    "order": order,
+                    "at_grid_edge": at_edge,
                     "charges": [
                         {"id": i, "mechanism": m, "eps_after": e, "time": t, "note": note}
                         for i, m, e, t, note in charges
@@ -216,8 +393,51 @@ class Ledger:
         return out
 
     def spent(self, dataset: str) -> float:
-        """eps spent so far on ``dataset`` at its budget's delta."""
+        """eps spent so far on ``dataset`` at its budget's delta (rounded up)."""
         return self.status(dataset)[0]["eps_spent"]
+
+
+def _create_file(p: Path, dataset: str, eps: float, delta: float, lam, timeout: float) -> bool:
+    """Build a ledger holding one budget in a temporary file next to ``p`` and move it into
+    place only if ``p`` still does not exist (False then: another process made it)."""
+    # SQLite creates the file with the usual permissions (umask), as for any ledger
+    tmp = p.parent / f".{p.name}.{uuid.uuid4().hex}.new"
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            db.execute("BEGIN")
+            _setup(db, lam)
+            db.execute(
+                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?)",
+                (dataset, eps, delta, _zero_total(lam.size), time.time()),
+            )
+            db.execute("COMMIT")
+        finally:
+            db.close()
+        try:
+            os.link(tmp, p)  # atomic, and never replaces a file made meanwhile
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links on this file system: exclusive create, then copy
+            try:
+                with open(p, "xb") as out:
+                    out.write(Path(tmp).read_bytes())
+            except FileExistsError:
+                return False
+        return True
+    except sqlite3.Error as exc:
+        raise _ledger_error(exc, p, timeout) from None
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot create the ledger {p}: {exc.strerror or exc}; choose another path"
+        ) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _zero_total(size: int) -> str:
+    return json.dumps(ExactSum(size).partials())
 
 
 def _name(dataset) -> str:

@@ -1,0 +1,101 @@
+"""The process-wide default accountant: every release made in this process is composed
+into it, so repeated fits cannot spend privacy silently (like diffprivlib's
+BudgetAccountant default). Thread-safe; survives ``fork`` with a fresh lock.
+
+    from privbayes.accounting import default_accountant
+    default_accountant().get_epsilon(1e-6)   # everything released so far in this process
+    default_accountant().releases            # how many releases that is
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .accountant import RdpAccountant
+
+__all__ = ["SharedAccountant", "default_accountant", "reset_default_accountant"]
+
+
+class SharedAccountant(RdpAccountant):
+    """An :class:`RdpAccountant` safe to share between threads.
+
+    ``compose`` evaluates the curve outside the lock (it may be slow) and adds it under the
+    lock; the conversions (``get_epsilon``, ``get_epsilon_and_order``, ``get_delta``) and
+    ``rdp`` read a consistent snapshot. ``releases`` counts the curves composed (with
+    their counts); ``reset()`` forgets everything.
+    """
+
+    def __init__(self, orders=None) -> None:
+        super().__init__(orders)
+        self._lock = threading.Lock()
+
+    def compose(self, curve, count: int = 1) -> SharedAccountant:
+        prepared = self._prepare(curve, count)  # validates; no state touched
+        with self._lock:
+            self._add(*prepared, count)
+        return self
+
+    def _snapshot(self) -> RdpAccountant:
+        with self._lock:
+            snap = RdpAccountant.__new__(RdpAccountant)
+            snap.orders = self.orders
+            snap._sum = self._sum.copy()
+            if self._upper is None:
+                self._upper = self._sum.upper()
+            snap._upper = self._upper  # never mutated in place: composing replaces it
+            parts = self._parts
+            snap._parts = None if parts is None else {k: list(v) for k, v in parts.items()}
+            snap.releases = self.releases
+            return snap
+
+    def get_epsilon_and_order(self, delta, method="improved", refine=True):
+        return self._snapshot().get_epsilon_and_order(delta, method, refine)
+
+    def get_delta(self, eps, refine=True):
+        return self._snapshot().get_delta(eps, refine)
+
+    @property
+    def rdp(self) -> np.ndarray:
+        return self._snapshot().rdp
+
+    def reset(self) -> None:
+        """Forget every composed curve (releases back to 0)."""
+        with self._lock:
+            RdpAccountant.__init__(self, self.orders)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a lock held by another thread at fork is never freed
+
+
+_default: SharedAccountant | None = None
+_default_lock = threading.Lock()
+
+
+def default_accountant() -> SharedAccountant:
+    """The process-wide :class:`SharedAccountant` (on :data:`DEFAULT_ORDERS`), created on
+    first use. privbayes's release functions compose every release into it."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = SharedAccountant()
+    return _default
+
+
+def reset_default_accountant() -> None:
+    """Forget everything composed into the default accountant (e.g. between experiments)."""
+    default_accountant().reset()
+
+
+def _reinit_after_fork() -> None:
+    global _default_lock
+    _default_lock = threading.Lock()
+    if _default is not None:
+        _default._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork)
