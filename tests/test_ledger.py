@@ -206,3 +206,195 @@ def test_unsorted_orders_and_missing_ledgers(tmp_path, capsys):
     junk.write_text("not a database at all")
     assert main(["budget", "show", "--ledger", str(junk)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+# -- issue 12: budgets, errors, the last bit, extreme delta ---------------------------------
+
+import math  # noqa: E402
+import threading  # noqa: E402
+import warnings  # noqa: E402
+
+import mpmath as mp  # noqa: E402
+
+from privbayes.accounting import DEFAULT_ORDERS, OrdersWarning, gaussian_rdp  # noqa: E402
+from privbayes.errors import LedgerError, PrivBayesError  # noqa: E402
+
+
+def _leftovers(folder):
+    """Files in ``folder`` besides the WAL companions of open ledgers."""
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(("-wal", "-shm")))
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, 1, 1.0, -1e-9, 1.5, float("nan"), float("inf")])
+def test_budget_delta_must_lie_strictly_between_0_and_1(tmp_path, bad):
+    """Issue 12.3: delta = 1 charged every release eps = 0; delta = 0 refused them all."""
+    ledger = Ledger(tmp_path / "l.db")
+    with pytest.raises(ValueError, match=r"delta must lie strictly between 0 and 1.*e\.g\."):
+        ledger.init_budget("d", 1.0, bad)
+    assert ledger.status() == []
+    with pytest.raises(ValueError, match="delta"):
+        Ledger.create(tmp_path / "new.db", "d", 1.0, bad)
+    assert _leftovers(tmp_path) == ["l.db"]  # nothing written by the failed create
+
+
+def test_create_writes_nothing_unless_the_budget_is_valid(tmp_path):
+    for args in [("d", -1.0, 1e-6), ("d", math.inf, 1e-6), (" ", 1.0, 1e-6), ("d", "1", 1e-6)]:
+        with pytest.raises((ValueError, TypeError)):
+            Ledger.create(tmp_path / "l.db", *args)
+    with pytest.raises(ValueError, match="orders"):
+        Ledger.create(tmp_path / "l.db", "d", 1.0, 1e-6, orders=[0.5])
+    assert _leftovers(tmp_path) == []
+    ledger = Ledger.create(tmp_path / "l.db", "d", 5.0, 1e-6, orders=[8, 2, 4])
+    assert ledger.orders.tolist() == [2.0, 4.0, 8.0]  # the documented way to set orders
+    ledger.charge("d", lambda o: gaussian_rdp(o, 10.0))
+    with pytest.raises(ValueError, match="already has a budget"):
+        Ledger.create(tmp_path / "l.db", "d", 2.0, 1e-6)
+    with pytest.raises(ValueError, match="orders"):  # fixed when the file was created
+        Ledger.create(tmp_path / "l.db", "e", 2.0, 1e-6, orders=[2, 3])
+    again = Ledger.create(tmp_path / "l.db", "e", 2.0, 1e-6)
+    assert [b["dataset"] for b in again.status()] == ["d", "e"]
+    assert len(again.status("d")[0]["charges"]) == 1
+    assert sorted(_leftovers(tmp_path))[0] == "l.db"  # no temporary file left
+
+
+def test_concurrent_creates_of_one_new_ledger_keep_every_budget(tmp_path):
+    path = tmp_path / "l.db"
+    errors = []
+
+    def make(i):
+        try:
+            Ledger.create(path, f"d{i}", 1.0, 1e-6).close()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [b["dataset"] for b in Ledger(path).status()] == [f"d{i}" for i in range(6)]
+
+
+def _ledger_error(path, **kw):
+    with pytest.raises(LedgerError) as info:
+        Ledger(path, **kw)
+    msg = str(info.value)
+    assert isinstance(info.value, PrivBayesError) and isinstance(info.value, OSError)
+    assert "\n" not in msg
+    return msg
+
+
+def test_ledger_errors_name_the_path_and_the_fix(tmp_path):
+    """Issue 12.6: these surfaced as raw sqlite3 errors without the path."""
+    assert "empty" in _ledger_error("")
+    missing = tmp_path / "no" / "such" / "l.db"
+    msg = _ledger_error(missing)
+    assert str(missing.parent) in msg and "create it" in msg and not missing.parent.exists()
+    msg = _ledger_error(tmp_path)
+    assert "folder" in msg and str(tmp_path / "budget.sqlite") in msg
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all " * 100)
+    msg = _ledger_error(junk)
+    assert str(junk) in msg and "not a privbayes ledger" in msg
+    assert junk.read_text().startswith("not a database")  # untouched
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    assert "not a privbayes ledger" in _ledger_error(other)
+    with sqlite3.connect(other) as db:  # no privbayes tables were added to it
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert names == {"users"}
+    msg = _ledger_error(tmp_path / "typo.db", create=False)
+    assert "no ledger at" in msg and "budget init" in msg and not (tmp_path / "typo.db").exists()
+
+
+def test_read_only_and_locked_ledgers(tmp_path, monkeypatch):
+    path = tmp_path / "l.db"
+    Ledger.create(path, "d", 1.0, 1e-6).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a charge
+    ledger = Ledger(path, timeout=0.05)
+    with pytest.raises(LedgerError, match="locked.*retry"):
+        ledger.charge("d", lambda o: gaussian_rdp(o, 10.0))
+    holder.execute("ROLLBACK")
+    ledger.charge("d", lambda o: gaussian_rdp(o, 10.0))  # and the ledger still works
+    if os.geteuid() != 0:  # root ignores permissions: simulate SQLite's refusal below
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+        try:
+            with pytest.raises(LedgerError, match="writ"):
+                Ledger.create(folder / "l.db", "d", 1.0, 1e-6)
+        finally:
+            folder.chmod(0o755)
+
+    def readonly(*args, **kwargs):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(sqlite3, "connect", readonly)
+    msg = _ledger_error(tmp_path / "x.db")
+    assert str(tmp_path / "x.db") in msg and "permissions" in msg
+
+
+def test_the_last_bit_of_a_budget_is_never_lost(tmp_path):
+    """Issue 12.2: once a budget was exactly spent, tiny charges were accepted, written,
+    and lost to rounding in the running total. Now each is refused or counted exactly."""
+    ledger = Ledger(tmp_path / "l.db")
+    curve = pure_dp_rdp(ledger.orders, E0)
+    ledger.init_budget("probe", 100.0, DELTA)
+    for _ in range(3):
+        ledger.charge("probe", curve)
+    exact = ledger.spent("probe")  # what 3 charges spend: the next budget, exactly
+    ledger.init_budget("d", exact, DELTA)
+    for _ in range(3):
+        ledger.charge("d", curve)
+    assert ledger.spent("d") == exact
+    db = sqlite3.connect(ledger.path)
+
+    def units():
+        return ExactSum.from_partials(
+            json.loads(db.execute("SELECT total FROM budgets WHERE dataset='d'").fetchone()[0])
+        )._units
+
+    accepted = refused = 0
+    for tiny in [1e-17 * curve] * 100 + [np.full(curve.shape, 5e-324)] * 60:
+        before = units()
+        try:
+            ledger.charge("d", tiny)
+            accepted += 1
+            assert all(a > b for a, b in zip(units(), before, strict=True))  # counted
+        except BudgetExceededError:
+            refused += 1
+            assert units() == before
+        assert ledger.spent("d") <= exact  # never over the budget
+    assert accepted > 0 and refused > 0
+    curves = [json.loads(c) for (c,) in db.execute("SELECT curve FROM charges WHERE dataset='d'")]
+    assert units() == [sum(to_units(c[i]) for c in curves) for i in range(curve.size)]
+
+
+def test_extreme_delta_is_converted_on_the_wide_grid(tmp_path):
+    """Issue 12.4: delta = 1e-300 and a Gaussian with sigma = 100 recorded 0.7187 (the grid
+    ended at order 1024) with no warning; the optimum is 0.369 at order ~3700."""
+    with mp.workdps(40):
+        rho, delta = mp.mpf(1) / 20000, mp.mpf("1e-300")
+
+        def f(lam):
+            return lam * rho + mp.log1p(-1 / lam) - (mp.log(delta) + mp.log(lam)) / (lam - 1)
+
+        lam_best = mp.findroot(lambda x: mp.diff(f, x), 3700)
+        best = f(lam_best)
+    ledger = Ledger.create(tmp_path / "l.db", "d", 5.0, 1e-300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OrdersWarning)
+        ledger.charge("d", lambda o: gaussian_rdp(o, 100.0))
+    st = ledger.status("d")[0]
+    assert mp.mpf(st["eps_spent"]) >= best and st["eps_spent"] <= float(best) * 1.003
+    assert st["at_grid_edge"] is False and 1024 < st["order"] < 1e6
+    assert st["charges"][0]["eps_after"] == st["eps_spent"]
+    narrow = Ledger.create(tmp_path / "n.db", "d", 5.0, 1e-300, orders=DEFAULT_ORDERS)
+    with pytest.warns(OrdersWarning, match="wider `orders`"):
+        narrow.charge("d", lambda o: gaussian_rdp(o, 100.0))
+    st = narrow.status("d")[0]
+    assert st["at_grid_edge"] is True and st["order"] == 1024
+    assert st["eps_spent"] == pytest.approx(0.7187, abs=1e-4)

@@ -142,6 +142,14 @@ def _ledger_error(exc: sqlite3.Error, path: Path, timeout: float) -> LedgerError
     return LedgerError(text)
 
 
+def _stored_orders(db: sqlite3.Connection):
+    """The stored orders row of a set-up ledger (a read, no lock), else None."""
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not {"meta", "budgets", "charges"} <= names:
+        return None
+    return db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
+
+
 def _setup(db: sqlite3.Connection, orders: np.ndarray) -> None:
     """Create the tables (idempotent) and store the orders if this is a new ledger."""
     names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -186,14 +194,16 @@ class Ledger:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.execute("BEGIN IMMEDIATE")  # several processes may open a new file
-            try:
-                _setup(self._db, lam)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            row = self._db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
+            row = _stored_orders(self._db)
+            if row is None:  # a new file: set it up under the write lock (others may too)
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    _setup(self._db, lam)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                row = _stored_orders(self._db)
         except sqlite3.Error as exc:
             self._db.close()
             raise _ledger_error(exc, self.path, self.timeout) from None
