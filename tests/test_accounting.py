@@ -648,3 +648,18 @@ def test_shared_accountant_composes_exactly_under_threads():
     want = [_upper_float(2400 * Fraction(float(c))) for c in curve]
     assert acc.rdp.tolist() == want
     assert seen == sorted(seen)  # each snapshot is a consistent prefix
+
+
+def test_exact_sum_at_the_ends_of_the_double_range():
+    from privbayes.accounting.exact import ExactSum
+
+    vals = [0.0, TINY, 2.2250738585072014e-308, 1e-310, 0.1, 1.7976931348623157e308]
+    acc = ExactSum(len(vals))
+    acc.add(vals, 3)
+    acc.add(vals)
+    assert acc.upper().tolist() == [_upper_float(4 * Fraction(v)) for v in vals[:-1]] + [
+        math.inf  # 4 x the largest double is beyond it: only inf bounds it
+    ]
+    again = ExactSum.from_partials(acc.partials())  # what the ledger stores
+    assert again._units[:-1] == acc._units[:-1]  # exact, except beyond the largest double:
+    assert again.upper().tolist() == acc.upper().tolist()  # stored there as inf

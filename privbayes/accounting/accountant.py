@@ -35,7 +35,7 @@ DEFAULT_ORDERS = np.unique(
     )
 )
 
-#: The ledger's default grid: DEFAULT_ORDERS plus 40 orders from 1024 up to about 1.2e6
+#: The ledger's default grid: DEFAULT_ORDERS plus 40 orders from 1024 up to about 1.08e6
 #: (ratio 1.19), so that the optimal order of a Gaussian-like curve sits inside the grid for
 #: every delta >= 5e-324 unless the whole charge is below about 1e-3 (docs/accounting.md §5).
 WIDE_ORDERS = np.unique(np.concatenate([DEFAULT_ORDERS, 1024.0 * 1.19 ** np.arange(1, 41)]))

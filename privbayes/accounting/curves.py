@@ -135,7 +135,7 @@ def gaussian_rdp(orders, sigma: float, sensitivity: float = 1.0) -> np.ndarray:
 
 def _laplace_near(lm: np.ndarray, t: np.ndarray, s: float) -> np.ndarray:
     """(lam e^(t s) + t e^(-lam s)) / (2 lam - 1) - 1 for lam s < 1/2, as the series
-    lam t / (2 lam - 1) sum_{k>=2} s^k (t^(k-1) + (-lam)^(k-1)... ) / k! of
+    lam t / (2 lam - 1) sum_{k>=2} s^k (t^(k-1) + (-1)^k lam^(k-1)) / k! of
     docs/accounting.md §1, whose terms decrease by a factor <= lam s / 3."""
     acc = np.zeros(lm.shape)
     for k in range(2, 26):

@@ -1,6 +1,7 @@
 """The process-wide default accountant: every release made in this process is composed
 into it, so repeated fits cannot spend privacy silently (like diffprivlib's
-BudgetAccountant default). Thread-safe; survives ``fork`` with a fresh lock.
+BudgetAccountant default). Thread-safe; survives ``fork`` with a fresh lock
+(docs/accounting.md §6).
 
     from privbayes.accounting import default_accountant
     default_accountant().get_epsilon(1e-6)   # everything released so far in this process

@@ -57,18 +57,26 @@ class ExactSum:
 
     def add(self, values, count: int = 1) -> None:
         """Add ``count`` (an int >= 0) copies of ``values`` (finite or inf, >= 0, no NaN)."""
-        vals = np.asarray(values, float).ravel().tolist()
-        if len(vals) != len(self._units):
-            raise ValueError(f"expected {len(self._units)} values; got {len(vals)}")
+        arr = np.asarray(values, float).ravel()
+        if arr.size != len(self._units):
+            raise ValueError(f"expected {len(self._units)} values; got {arr.size}")
         count = int(count)
         if count == 0:
             return  # no 0 * inf
-        units, inf = self._units, self._inf
-        for i, v in enumerate(vals):
-            if v == math.inf:
-                inf[i] = True
-            elif v:
-                units[i] += count * to_units(v)
+        if np.isinf(arr).any():
+            for i in np.flatnonzero(np.isinf(arr)).tolist():
+                self._inf[i] = True
+            arr = np.where(np.isinf(arr), 0.0, arr)
+        # x = m 2^e with 2^53 m an integer M: x is M * 2^(e + 1021) units (a right shift,
+        # exact, for subnormal x). Vectorised split, then one big-int shift and add each.
+        m, e = np.frexp(arr)
+        big_m = (m * 2.0**53).astype(np.int64).tolist()
+        shifts = (e + (_SHIFT - 53)).tolist()
+        scaled = [a << b if b >= 0 else a >> -b for a, b in zip(big_m, shifts, strict=True)]
+        if count == 1:
+            self._units = [u + v for u, v in zip(self._units, scaled, strict=True)]
+        else:
+            self._units = [u + count * v for u, v in zip(self._units, scaled, strict=True)]
 
     def is_zero(self) -> np.ndarray:
         """Where the exact sum is 0 (every curve added was exactly 0 there)."""

@@ -14,7 +14,7 @@ writes nothing. Correct under concurrency, crashes and rounding:
   charge, however small, is either refused or counted.
 
 The orders every curve is stored on are fixed when the file is created; the default,
-:data:`WIDE_ORDERS`, reaches order 1.2e6 so that the conversion stays accurate down to
+:data:`WIDE_ORDERS`, reaches order 1.08e6 so that the conversion stays accurate down to
 delta = 5e-324 (docs/accounting.md §5). Pass ``orders=`` to :meth:`Ledger.create` (or to
 the constructor of a new file) for another grid.
 """
@@ -169,7 +169,7 @@ class Ledger:
     ----------
     path : file path of the database (its folder must exist).
     orders : the orders every curve is stored on, fixed when the file is created (default
-        :data:`WIDE_ORDERS`, up to order 1.2e6); read back from an existing file (a
+        :data:`WIDE_ORDERS`, up to order 1.08e6); read back from an existing file (a
         different ``orders`` is then ignored with a warning).
     timeout : seconds to wait for another process's charge to finish.
     create : create the file if missing (default); False raises LedgerError instead.
