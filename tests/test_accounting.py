@@ -208,6 +208,8 @@ def test_randomized_response_and_laplace_next_to_order_one():
 # conversion formulas evaluated on the exact (rational) composed curve.
 
 import gc  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
 import threading  # noqa: E402
 from fractions import Fraction  # noqa: E402
 
@@ -551,6 +553,9 @@ def test_gaussian_at_delta_1e300_is_refined_past_the_grid():
     mironov = 1 / 20000 + 2 * math.sqrt(math.log(1e300) / 20000)  # closed form, >= improved
     exact_dp = float(_mp_analytic_gaussian(100.0, mp.mpf("1e-300")))
     assert exact_dp < eps < mironov and eps == pytest.approx(0.36925, abs=1e-5)
+    delta = acc.get_delta(float(best))  # and back: refined past the grid too
+    assert 1e-300 <= delta <= 1e-300 * (1 + 1e-9)
+    assert acc.get_delta(float(best), refine=False) > 1e-200  # what the grid gives
     with pytest.warns(OrdersWarning, match="orders"):  # the grid alone cannot tell
         grid = acc.get_epsilon(1e-300, refine=False)
     assert grid == pytest.approx(0.7187, abs=1e-4)
@@ -663,3 +668,21 @@ def test_exact_sum_at_the_ends_of_the_double_range():
     again = ExactSum.from_partials(acc.partials())  # what the ledger stores
     assert again._units[:-1] == acc._units[:-1]  # exact, except beyond the largest double:
     assert again.upper().tolist() == acc.upper().tolist()  # stored there as inf
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_default_accountant_after_fork_with_its_lock_held():
+    """A lock held (by another thread) at fork would never be released in the child."""
+    reset_default_accountant()
+    acc = default_accountant()
+    acc.compose(lambda o: gaussian_rdp(o, 10.0))
+    with acc._lock:
+        pid = os.fork()
+        if pid == 0:  # the child: must not deadlock, keeps what the parent released
+            signal.alarm(20)
+            acc.compose(lambda o: gaussian_rdp(o, 10.0))
+            os._exit(0 if default_accountant().releases == 2 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert acc.releases == 1
+    reset_default_accountant()

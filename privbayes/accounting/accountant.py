@@ -369,8 +369,7 @@ class RdpAccountant:
             def f(a: float) -> float:
                 return float(_log_delta(np.array([a]), np.array([self._total(a)]), eps)[0])
 
-            lo = float(lams[best - 1]) if best > 0 else 1.0 + 1e-12
-            hi = float(lams[best + 1]) if best + 1 < lams.size else 2 * float(lams[best])
+            lo, hi, _ = self._bracket(int(np.flatnonzero(fin)[best]), f)
             res = optimize.minimize_scalar(
                 f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10 * hi}
             )
