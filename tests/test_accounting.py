@@ -686,3 +686,20 @@ def test_default_accountant_after_fork_with_its_lock_held():
     assert os.waitstatus_to_exitcode(status) == 0
     assert acc.releases == 1
     reset_default_accountant()
+
+
+def test_quadrature_fallback_agrees_with_the_panels():
+    """scipy's quad (used if the Gauss-Legendre panels do not converge) on the same
+    integrand: both give log H to 1e-12."""
+    from privbayes.accounting import curves
+
+    for q, sigma, alpha in [(0.01, 1.1, 2.5), (0.5, 0.05, 1.005), (1e-12, 1.0, 1.0)]:
+        rho = 0.5 / sigma**2
+        log_h, _ = curves._sg_quad(q, rho, alpha)
+        sig = math.sqrt(0.5 / rho)
+        peaks = curves._sg_peaks(q, rho, alpha)
+        breaks = np.unique(
+            [p + k * sig for p in peaks for k in (-13, -8, -2, 0, 2, 8, 13)]
+        )
+        log_s, rel, _ = curves._sg_quad_scipy(q, rho, alpha, breaks)
+        assert log_s == pytest.approx(log_h, abs=1e-12) and rel < 1e-10
