@@ -186,7 +186,7 @@ def _logistic_rows(rng, out) -> list[dict]:
         knob = {
             "diffused": f"r={cal.r:.3g}",
             "concentrated": f"m={cal.m:.3g}",
-            "ops": f"t={cal.r:.3g}",
+            "ops": f"t={cal.t:.3g}",
         }[method]
         out(
             f"{method:<14}{lam:>5g}{est.privacy_['eps']:>7.3g}  {knob:<12}{acc:>14.3f}"

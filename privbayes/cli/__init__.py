@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     except _USER_ERRORS as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         message = " ".join(str(text).split())  # one line
+        if isinstance(exc, sqlite3.Error) and getattr(args, "ledger", None):
+            message = f"--ledger {args.ledger}: {message} (SQLite)"  # e.g. a lock timeout
         print(f"privbayes {args.command}: error: {message}", file=sys.stderr)
         return 2
     if out is not None:

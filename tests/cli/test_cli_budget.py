@@ -153,3 +153,15 @@ def test_budget_exhaustion_exits_2(tmp_path, flips, run):
         codes.append(code)
         errs.append(err)
     assert codes == [0, 0, 2, 2] and "nothing was charged" in errs[2]  # 2.38, 2.77, 3.06 > 3
+
+
+def test_sqlite_errors_during_a_charge_name_the_ledger(tmp_path, flips, run, monkeypatch):
+    db = tmp_path / "l.db"
+    assert _init(run, db)[0] == 0
+
+    def locked(self, *args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(pb.Ledger, "charge", locked)
+    code, _, err = _sample(run, flips, "--ledger", db, "--eps", "0.05")
+    assert code == 2 and f"--ledger {db}: database is locked" in err
