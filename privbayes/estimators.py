@@ -43,8 +43,9 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     ledger : None, or the privacy ledger every fit is charged to *before* it samples: a
         path (str or os.PathLike) of a ledger made by ``Ledger(path)`` / ``privbayes budget
         init`` — a path survives ``clone``, pickling and joblib workers, and is opened per
-        fit — or a :class:`privbayes.Ledger` (then the estimator cannot be cloned, so not
-        used in cross-validation). BudgetExceededError means the fit released nothing.
+        fit — or a :class:`privbayes.Ledger`, which clones share (it cannot be pickled, so
+        with joblib's ``n_jobs > 1`` pass a path). BudgetExceededError means the fit
+        released nothing.
     dataset : the budget's name in the ledger (required with ``ledger``).
     note : text stored with each charge (default "PrivateLogisticRegression.fit").
 
@@ -105,6 +106,16 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.ledger = ledger
         self.dataset = dataset
         self.note = note
+
+    def __sklearn_clone__(self):
+        """clone(), with a :class:`privbayes.Ledger` instance shared rather than copied: it
+        holds a database connection, and every clone must charge the same budget."""
+        if self.ledger is None or isinstance(self.ledger, str | os.PathLike):
+            return super().__sklearn_clone__()
+        twin = type(self)(**{**self.get_params(deep=False), "ledger": None})
+        twin = twin.__sklearn_clone__()
+        twin.ledger = self.ledger
+        return twin
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

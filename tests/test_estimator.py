@@ -74,6 +74,9 @@ def test_ledger_params_survive_clone_and_get_params(tmp_path):
     twin = clone(est)
     params = twin.get_params()
     assert params["ledger"] == path and params["dataset"] == "d" and params["note"] == "cv"
+    ledger = pb.Ledger(path)  # an instance is shared by the clones, not copied
+    twin = clone(PrivateLogisticRegression(eps=2.0, ledger=ledger, dataset="d"))
+    assert twin.ledger is ledger and twin.get_params()["eps"] == 2.0
 
 
 def test_cross_validation_charges_every_fit(tmp_path):
