@@ -206,8 +206,10 @@ def _gpd_shape(tail: np.ndarray) -> float:
     b /= 3.0 * tail[int(n / 4 + 0.5) - 1]
     b += 1.0 / tail[-1]
     k = np.log1p(-b[:, None] * tail).mean(axis=1)
-    profile = n * (np.log(-(b / k)) - k - 1.0)
-    weights = 1.0 / np.exp(profile - profile[:, None]).sum(axis=1)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        profile = n * (np.log(-(b / k)) - k - 1.0)
+        # exp overflows to inf for hopeless candidates: their weight is then 0, as it should
+        weights = 1.0 / np.exp(profile - profile[:, None]).sum(axis=1)
     keep = weights >= 10 * np.finfo(float).eps
     b, weights = b[keep], weights[keep] / weights[keep].sum()
     b_post = float(np.sum(b * weights))
