@@ -36,6 +36,8 @@ def _cases(data: Path) -> list[tuple[str, list[str]]]:
     return [
         ("python -c pass (baseline)", [*py, "-c", "pass"]),
         ("python -c 'import numpy'", [*py, "-c", "import numpy"]),
+        # the floor of any release today: calibration's root finder is scipy.optimize.brentq
+        ("python -c 'import scipy.optimize'", [*py, "-c", "import scipy.optimize"]),
         ("import privbayes", [*py, "-c", "import privbayes"]),
         ("privbayes --help", [*cli, "--help"]),
         (
@@ -74,11 +76,12 @@ def _cases(data: Path) -> list[tuple[str, list[str]]]:
     ]
 
 
-def _time(cmd: list[str], env: dict, repeat: int) -> float:
+def _time(cmd: list[str], env: dict, repeat: int, cwd: str) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        # cwd outside any checkout: `python -c` and `-m` put the cwd first on sys.path
+        subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=cwd)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -92,11 +95,12 @@ def main() -> None:
         help="checkout whose privbayes is timed (default: this one)",
     )
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONPATH=args.root, PRIVBAYES_LEDGER="")
+    env = dict(os.environ, PYTHONPATH=str(Path(args.root).resolve()))
+    env.pop("PRIVBAYES_LEDGER", None)  # no ledger for the timed `sample`
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "flips.csv"
         data.write_text("x\n" + "1\n0\n1\n" * 1000)
-        rows = [(name, _time(cmd, env, args.repeat)) for name, cmd in _cases(data)]
+        rows = [(name, _time(cmd, env, args.repeat, tmp)) for name, cmd in _cases(data)]
     base = rows[0][1]
     print(f"privbayes from {args.root}; median of {args.repeat} fresh interpreters")
     print(f"{'case':<44}{'seconds':>9}{'x baseline':>12}")
