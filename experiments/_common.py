@@ -79,7 +79,9 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small settings, for tests and smoke runs")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (results do not change)")
     p.add_argument("--seed", type=int, default=20170, help="base seed of every task")
-    p.add_argument("--data-dir", default=None, help="data root (then $PRIVBAYES_DATA, ../shared)")
+    p.add_argument(
+        "--data-dir", default=None, help="data root (then $PRIVBAYES_DATA, ../shared/data)"
+    )
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return p

@@ -1,14 +1,20 @@
 """privbayes: posterior samples with a certified Rényi differential privacy guarantee.
 
 Implements Geumlek, Song, Chaudhuri, "Rényi Differential Privacy Mechanisms for Posterior
-Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior public.
+Sampling" (NeurIPS 2017). Privacy model: replace-one neighbours; n and the prior public
+(docs/privacy.md).
+
+Names are imported on first use (PEP 562), so ``import privbayes`` and the command line
+start fast: numpy and scipy load with the first model or release, scikit-learn with
+:class:`PrivateLogisticRegression`, matplotlib with :mod:`privbayes.audit`'s plots, PyMC
+and ArviZ only with ``backend="pymc"`` (tests/test_imports.py keeps it that way).
 """
 
-from . import audit, datasets, preprocessing
-from .accounting import RdpAccountant
-from .accounting.ledger import Ledger
-from .calibration import Calibration, calibrate
-from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (
     BudgetExceededError,
     ConvergenceError,
@@ -16,19 +22,37 @@ from .errors import (
     PrivBayesError,
     SamplingError,
 )
-from .estimators import PrivateLogisticRegression
-from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
-from .release import PrivateSample, release_query, sample
 
 __version__ = "0.1.0"
+
+# public name -> (module, attribute or None for the module itself)
+_LAZY = {
+    "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
+    "BetaBernoulli": (".models", "BetaBernoulli"),
+    "DirichletCategorical": (".models", "DirichletCategorical"),
+    "Calibration": (".calibration", "Calibration"),
+    "calibrate": (".calibration", "calibrate"),
+    "Ledger": (".accounting.ledger", "Ledger"),
+    "RdpAccountant": (".accounting", "RdpAccountant"),
+    "PrivateLogisticRegression": (".estimators", "PrivateLogisticRegression"),
+    "PrivateSample": (".release", "PrivateSample"),
+    "release_query": (".release", "release_query"),
+    "sample": (".release", "sample"),
+    "renyi_beta": (".divergence", "renyi_beta"),
+    "renyi_dirichlet": (".divergence", "renyi_dirichlet"),
+    "renyi_expfam": (".divergence", "renyi_expfam"),
+    "accounting": (".accounting", None),
+    "audit": (".audit", None),
+    "datasets": (".datasets", None),
+    "preprocessing": (".preprocessing", None),
+}
 
 __all__ = [
     "BayesianLogisticRegression",
     "BetaBernoulli",
-    "ConvergenceError",
-    "SamplingError",
     "BudgetExceededError",
     "Calibration",
+    "ConvergenceError",
     "DirichletCategorical",
     "InfeasiblePrivacyError",
     "Ledger",
@@ -36,6 +60,8 @@ __all__ = [
     "PrivateLogisticRegression",
     "PrivateSample",
     "RdpAccountant",
+    "SamplingError",
+    "accounting",
     "audit",
     "calibrate",
     "datasets",
@@ -46,3 +72,29 @@ __all__ = [
     "renyi_expfam",
     "sample",
 ]
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'privbayes' has no attribute {name!r}") from None
+    mod = importlib.import_module(module, __name__)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
+    from . import accounting, audit, datasets, preprocessing
+    from .accounting import RdpAccountant
+    from .accounting.ledger import Ledger
+    from .calibration import Calibration, calibrate
+    from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
+    from .estimators import PrivateLogisticRegression
+    from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
+    from .release import PrivateSample, release_query, sample

@@ -58,6 +58,11 @@ class Calibration:
     iterations: int
     model: Any = field(repr=False)
 
+    @property
+    def t(self) -> float | None:
+        """OPS's tempering t (stored in ``r``, which the samplers read); None otherwise."""
+        return self.r if self.method == "ops" else None
+
     def rdp(self, orders) -> np.ndarray:
         """Certified RDP curve eps(orders) of this mechanism (same r, m, n).
 

@@ -183,11 +183,8 @@ def _logistic_rows(rng, out) -> list[dict]:
         )
         acc = est.fit(Xtr, ytr).score(Xte, yte)
         cal = est.calibration_
-        knob = {
-            "diffused": f"r={cal.r:.3g}",
-            "concentrated": f"m={cal.m:.3g}",
-            "ops": f"t={cal.r:.3g}",
-        }[method]
+        symbol = {"diffused": "r", "concentrated": "m", "ops": "t"}[method]
+        knob = f"{symbol}={getattr(cal, symbol):.3g}"
         out(
             f"{method:<14}{lam:>5g}{est.privacy_['eps']:>7.3g}  {knob:<12}{acc:>14.3f}"
             f"{base_acc:>17.3f}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
@@ -24,7 +26,8 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         them up; ``privacy_`` reports the sum.
     method : "diffused", "concentrated", "direct" or "ops".
     beta : prior precision per record, w ~ N(0, (n beta)^-1 I).
-    c : public bound on the norm of a row *including* the intercept column.
+    c : public bound on the norm of a row *including* the intercept column (the
+        :class:`privbayes.BayesianLogisticRegression` that each fit builds appends it).
     n_samples : posterior draws to average (each one a private release).
     fit_intercept : append a constant column ``intercept_scaling`` to X. The bound then
         applies to [x, s]: feature rows must have norm <= sqrt(c^2 - s^2). The intercept is
@@ -37,15 +40,31 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     tune, draws, chains : MCMC settings; None for the back-end's defaults
         (:class:`privbayes.BayesianLogisticRegression`).
     on_bad_diagnostics : "raise" (default) or "warn", as in :func:`privbayes.sample`.
+    ledger : None, or the privacy ledger every fit is charged to *before* it samples: a
+        path (str or os.PathLike) of a ledger made by ``Ledger(path)`` / ``privbayes budget
+        init`` — a path survives ``clone``, pickling and joblib workers, and is opened per
+        fit — or a :class:`privbayes.Ledger`, which clones share (it cannot be pickled, so
+        with joblib's ``n_jobs > 1`` pass a path). BudgetExceededError means the fit
+        released nothing.
+    dataset : the budget's name in the ledger (required with ``ledger``).
+    note : text stored with each charge (default "PrivateLogisticRegression.fit").
+
+    Every ``fit`` is a new release on the data it is given. ``cross_val_score(est, X, y,
+    cv=k)`` fits k times on overlapping data, and a grid search over g settings fits
+    g * k + 1 times: their costs compose (add eps at equal orders). With ``ledger`` each of
+    those fits is charged and the ledger refuses the one that would overspend; without
+    it nothing records them (README, "Repeated fits"; docs/privacy.md §7).
 
     Attributes
     ----------
     coef_ : (1, n_features), intercept_ : (1,), classes_ : (2,), n_features_in_ : int,
     privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples.
-    samples_ : (n_samples, n_features + fit_intercept) the released draws.
+    samples_ : (n_samples, n_features + fit_intercept) the released draws (weights, then
+        the intercept itself when ``fit_intercept``).
     calibration_ : the Calibration of each release (public: r, m, eps at lam).
 
-    Raises ValueError for more than two classes, one class, NaN/inf, rows over the bound.
+    Raises ValueError for more than two classes, one class, NaN/inf, rows over the bound;
+    with a ledger, BudgetExceededError, and KeyError when ``dataset`` has no budget.
     """
 
     def __init__(
@@ -65,6 +84,9 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         draws: int | None = None,
         chains: int | None = None,
         on_bad_diagnostics: str = "raise",
+        ledger=None,
+        dataset: str | None = None,
+        note: str | None = None,
     ) -> None:
         self.lam = lam
         self.eps = eps
@@ -81,6 +103,19 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.draws = draws
         self.chains = chains
         self.on_bad_diagnostics = on_bad_diagnostics
+        self.ledger = ledger
+        self.dataset = dataset
+        self.note = note
+
+    def __sklearn_clone__(self):
+        """clone(), with a :class:`privbayes.Ledger` instance shared rather than copied: it
+        holds a database connection, and every clone must charge the same budget."""
+        if self.ledger is None or isinstance(self.ledger, str | os.PathLike):
+            return super().__sklearn_clone__()
+        twin = type(self)(**{**self.get_params(deep=False), "ledger": None})
+        twin = twin.__sklearn_clone__()
+        twin.ledger = self.ledger
+        return twin
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -88,25 +123,6 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.poor_score = True  # a private model may be a weak one
         tags.non_deterministic = self.random_state is None
         return tags
-
-    def _design(self, X) -> np.ndarray:
-        if not self.fit_intercept:
-            return clip_rows(X, self.c) if self.clip else X
-        s = float(self.intercept_scaling)
-        if not 0 < s < self.c:
-            raise ValueError(f"intercept_scaling must be in (0, c={self.c}); got {s}")
-        room = float(np.sqrt(self.c**2 - s**2))
-        if self.clip:
-            X = clip_rows(X, room)
-        else:
-            over = np.flatnonzero(np.linalg.norm(X, axis=1) > room * (1 + 1e-12))
-            if over.size:
-                raise ValueError(
-                    f"{over.size} row(s) of X have norm > sqrt(c^2 - intercept_scaling^2) = "
-                    f"{room:.6g} (first: {int(over[0])}): the intercept column takes the rest "
-                    "of the bound c; scale by a public bound or pass clip=True"
-                )
-        return np.hstack([X, np.full((X.shape[0], 1), s)])
 
     def fit(self, X, y):
         """Release ``n_samples`` private posterior draws and average them. Returns self."""
@@ -132,6 +148,8 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.method not in GLM_METHODS:
             raise ValueError(f"method must be one of {GLM_METHODS}; got {self.method!r}")
         k = int(self.n_samples)
+        # The model appends the intercept column and checks the bound: one code path for
+        # sample(), the command line and this estimator.
         model = BayesianLogisticRegression(
             self.beta,
             self.c,
@@ -139,30 +157,39 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             tune=self.tune,
             draws=self.draws,
             chains=self.chains,
+            fit_intercept=bool(self.fit_intercept),
+            intercept_scaling=self.intercept_scaling if self.fit_intercept else None,
         )
-        design = self._design(X)
+        if self.clip:
+            X = clip_rows(X, model.feature_bound)
         labels = (y == self.classes_[1]).astype(float)
+        ledger, close = _open_ledger(self.ledger)
         if self.random_state is None or isinstance(self.random_state, np.random.Generator):
             rng = np.random.default_rng(self.random_state)  # OS entropy, or a child stream
         else:
             rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
-        release = sample(
-            model,
-            (design, labels),
-            self.lam,
-            self.eps,
-            self.method,
-            size=k,
-            rng=rng,
-            on_bad_diagnostics=self.on_bad_diagnostics,
-        )
+        try:
+            release = sample(
+                model,
+                (X, labels),
+                self.lam,
+                self.eps,
+                self.method,
+                size=k,
+                rng=rng,
+                on_bad_diagnostics=self.on_bad_diagnostics,
+                ledger=ledger,
+                dataset=self.dataset,
+                note=self.note if self.note is not None else f"{type(self).__name__}.fit",
+            )
+        finally:
+            if close:
+                ledger.close()
         self.samples_ = np.array(release.value)
         w = self.samples_.mean(axis=0)
         d = X.shape[1]
         self.coef_ = w[:d].reshape(1, d)
-        self.intercept_ = (
-            np.array([w[d] * self.intercept_scaling]) if self.fit_intercept else np.zeros(1)
-        )
+        self.intercept_ = np.array([w[d]]) if self.fit_intercept else np.zeros(1)
         self.calibration_ = release.calibration
         self.privacy_ = {
             "method": self.method,
@@ -189,3 +216,16 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         """Predicted labels, shape (n,)."""
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(int)]
+
+
+def _open_ledger(ledger):
+    """(Ledger or None, whether to close it after the fit) from the ``ledger`` parameter."""
+    if ledger is None:
+        return None, False
+    if isinstance(ledger, str | os.PathLike):
+        from .accounting.ledger import Ledger
+
+        return Ledger(ledger, create=False), True
+    if hasattr(ledger, "charge"):
+        return ledger, False
+    raise TypeError(f"ledger must be None, a path or a privbayes Ledger; got {ledger!r}")

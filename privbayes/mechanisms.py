@@ -1,4 +1,4 @@
-"""The posterior-sampling mechanisms (BACKGROUND.md §3, paper Algorithms 1-3).
+"""The posterior-sampling mechanisms (docs/background.md §3, paper Algorithms 1-3).
 
 Each samples from ``prior^(1/m) * likelihood^r``: in natural parameters
 ``eta0 / m + r * (s, n)``. ``direct`` has r = m = 1, ``diffused`` tunes r (tempers the

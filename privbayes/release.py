@@ -29,7 +29,9 @@ class PrivateSample:
         probability vector of shape (K,) for Dirichlet-Categorical, a weight vector of
         shape (d,) for logistic regression; with ``size=k`` an array with a leading axis k.
     log_value : log of ``value`` (exact even where ``value`` underflows to 0).
-    method, r, m, lam, n : the mechanism, its knobs, the order and the public size.
+    method, r, m, lam, n : the mechanism, its knobs, the order and the public size. For
+        method "ops", ``r`` holds the tempering t (also readable as ``t``, which is None
+        for the other methods).
     eps : the certified eps at ``lam`` (nats), <= the requested eps (composed over the
         draws when ``size`` is set).
     calibration : the full :class:`Calibration` (public inputs only), per draw.
@@ -53,6 +55,11 @@ class PrivateSample:
     calibration: Calibration = field(repr=False)
     diagnostics: dict | None = field(default=None, repr=False)
     size: int | None = None
+
+    @property
+    def t(self) -> float | None:
+        """OPS's tempering t (stored in ``r``, which the samplers read); None otherwise."""
+        return self.r if self.method == "ops" else None
 
     def rdp(self, orders) -> np.ndarray:
         """Certified eps of this release's mechanism at other ``orders`` (>= 1 or inf).
@@ -147,6 +154,9 @@ def _release(
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         ledger.charge(dataset, charge, note=note)
     value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), size=size, **options)
+    finish = getattr(model, "_released", None)  # e.g. an intercept weight -> the bias
+    if finish is not None:
+        value = finish(value)
     return PrivateSample(
         value, log_value, cal.method, cal.r, cal.m, cal.lam, total, n, cal, diag, size
     )
@@ -176,7 +186,8 @@ def sample(
     data : the records. BetaBernoulli: 0/1 values, shape (n,). DirichletCategorical:
         codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K).
         BayesianLogisticRegression: a tuple (X, y), X of shape (n, d) with rows of norm
-        <= c, y of shape (n,) in {0, 1} or {-1, +1}. n is public.
+        <= c (sqrt(c^2 - s^2) with an intercept), y of shape (n,) in {0, 1} or {-1, +1}.
+        n is public.
     lam : float > 1 or inf, the Rényi order.
     eps : float > 0, the privacy level at ``lam`` (nats). With n = 0 the prior is
         released and the certified eps is 0.
@@ -190,12 +201,14 @@ def sample(
     rng : None (fresh OS entropy), an int seed, or a numpy Generator.
     progressbar : GLM with backend="pymc" only: show NUTS's progress bar (the IMH back-end
         has none).
-    on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when R-hat >
-        1.01 or a transition diverged; "warn" warns and releases anyway.
+    on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when the
+        diagnostics fail (R-hat > 1.01 or undefined, a divergence, ...); "warn" warns and
+        releases a run that narrowly failed — never one whose chains did not move.
     ledger, dataset, note : a :class:`privbayes.Ledger` and the budget name to charge. The
         mechanism's whole RDP curve is charged *before* sampling; BudgetExceededError means
-        nothing was released. (A GLM run that then fails its diagnostics keeps its charge:
-        the chains did read the data.)
+        nothing was released. A GLM run that then fails its diagnostics keeps its charge
+        (the chains did read the data: docs/privacy.md §6); settings that can never pass
+        are refused when the model is built, before any charge.
 
     Returns
     -------
@@ -206,7 +219,7 @@ def sample(
     ValueError / TypeError naming the argument for bad data or arguments;
     InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified.
 
-    Privacy model: replace-one neighbours, n and the prior public (README, docs/privacy.md).
+    Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
     """
     _check_model(model)
@@ -267,7 +280,7 @@ def release_query(
 
     Returns PrivateSample whose ``value`` estimates the mean of ``values``.
     Raises ValueError naming the first offending index, InfeasiblePrivacyError.
-    Source: paper §3 (statistical queries), BACKGROUND.md §3.
+    Source: paper §3 (statistical queries), docs/background.md §3.
     """
     lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
     clip = check_bool(clip, "clip")

@@ -702,7 +702,7 @@ def test_cli_audit_errors(capsys, extra, match):
     "extra,match",
     [
         (("--alpha", "1", "1"), "--alpha does not apply to --model logistic"),
-        (("--categories", "a,b"), "--categories does not apply to --model logistic"),
+        (("--categories", "a,b"), "--categories does not apply to audit"),
     ],
 )
 def test_cli_audit_logistic_refuses_conjugate_flags(capsys, extra, match):
@@ -745,10 +745,10 @@ def test_cli_audit_plot_checks_and_reuses(capsys, tmp_path, monkeypatch):
     )
     assert code == 0, err
     assert len(grids) == 1 and "not tunable" in json.loads(out)["plot_note"]
-    import privbayes.cli
+    import privbayes.cli.audit
 
     audits = []
     monkeypatch.setattr(audit_pkg, "audit_model", lambda *a, **k: audits.append(a))
-    monkeypatch.setattr(privbayes.cli.os, "access", lambda *a, **k: False)
+    monkeypatch.setattr(privbayes.cli.audit.os, "access", lambda *a, **k: False)
     code, out, err = run(capsys, *base, "--eps", "1", "--plot", str(tmp_path / "b.png"))
     assert code == 2 and "cannot write" in err and not audits  # refused before any audit

@@ -57,3 +57,73 @@ def test_label_handling_and_errors():
         PrivateLogisticRegression(n_samples=0).fit(X, y)
     with pytest.raises(ValueError, match="n_samples must be at most"):
         PrivateLogisticRegression(n_samples=10**6).fit(X, y)
+
+
+# -- repeated fits and the ledger (issue 12 item 9b) -------------------------------------------
+def _small(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pb.preprocessing.clip_rows(rng.normal(size=(n, 2)) * 0.5, 0.8)
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def test_ledger_params_survive_clone_and_get_params(tmp_path):
+    from sklearn.base import clone
+
+    path = str(tmp_path / "l.db")
+    est = PrivateLogisticRegression(ledger=path, dataset="d", note="cv")
+    twin = clone(est)
+    params = twin.get_params()
+    assert params["ledger"] == path and params["dataset"] == "d" and params["note"] == "cv"
+    ledger = pb.Ledger(path)  # an instance is shared by the clones, not copied
+    twin = clone(PrivateLogisticRegression(eps=2.0, ledger=ledger, dataset="d"))
+    assert twin.ledger is ledger and twin.get_params()["eps"] == 2.0
+
+
+def test_cross_validation_charges_every_fit(tmp_path):
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    X, y = _small()
+    path = tmp_path / "l.db"
+    pb.Ledger(path).init_budget("d", eps=1e6, delta=1e-6)
+    est = PrivateLogisticRegression(eps=1.0, random_state=0, ledger=str(path), dataset="d")
+    cross_val_score(est, X, y, cv=5)
+    charges = pb.Ledger(path).status("d")[0]["charges"]
+    assert len(charges) == 5  # k folds = k releases on overlapping data
+    assert all(c["note"] == "PrivateLogisticRegression.fit" for c in charges)
+    grid = GridSearchCV(est, {"beta": [0.01, 0.1]}, cv=3).fit(X, y)
+    assert len(pb.Ledger(path).status("d")[0]["charges"]) == 5 + 2 * 3 + 1  # g k + 1 refit
+    assert grid.best_estimator_.privacy_["n_samples"] == 1
+
+
+def test_ledger_refuses_the_fit_that_would_overspend(tmp_path):
+    X, y = _small()
+    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger.init_budget("d", eps=8.0, delta=1e-6)
+    est = PrivateLogisticRegression(eps=0.3, random_state=0, ledger=ledger, dataset="d")
+    fitted = 0
+    with pytest.raises(pb.BudgetExceededError):
+        for _ in range(50):
+            est.fit(X, y)
+            fitted += 1
+    assert 0 < fitted < 50 and len(ledger.status("d")[0]["charges"]) == fitted
+    assert ledger.spent("d") <= 8.0
+    with pytest.raises(ValueError, match="dataset"):
+        PrivateLogisticRegression(ledger=ledger).fit(X, y)
+    with pytest.raises(ValueError, match="ledger"):
+        PrivateLogisticRegression(dataset="d").fit(X, y)
+    with pytest.raises(FileNotFoundError, match="no ledger"):
+        PrivateLogisticRegression(ledger=str(tmp_path / "typo.db"), dataset="d").fit(X, y)
+
+
+def test_estimator_is_sample_with_an_intercept():
+    """One code path: the estimator's draws are those of sample() with fit_intercept."""
+    X, y = _small(n=80, seed=3)
+    X = X * 0.9  # inside sqrt(1 - 0.5^2)
+    est = PrivateLogisticRegression(eps=2.0, n_samples=3, random_state=7).fit(X, y)
+    model = pb.BayesianLogisticRegression(beta=0.01, fit_intercept=True, intercept_scaling=0.5)
+    seed = np.random.RandomState(7).randint(2**31 - 1)
+    rel = pb.sample(model, (X, y.astype(float)), 2.0, 2.0, size=3, rng=seed)
+    np.testing.assert_array_equal(est.samples_, rel.value)
+    mean = np.asarray(rel.value).mean(axis=0)
+    np.testing.assert_array_equal(est.coef_[0], mean[:2])
+    assert est.intercept_[0] == mean[2]  # the intercept itself (b = s * w_{d+1})

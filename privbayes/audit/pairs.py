@@ -22,7 +22,7 @@ def certified_dp(curve, delta: float) -> float:
 
     ``curve``: a Calibration, a PrivateSample or a function orders -> eps. The curve is
     converted at every order of the accountant's dense grid (refined between grid points,
-    improved conversion of BACKGROUND.md §1) and minimised. delta = 0 gives the order-inf
+    improved conversion of docs/background.md §1) and minimised. delta = 0 gives the order-inf
     (pure DP) value.
     """
     delta = _check_delta(delta)

@@ -1,4 +1,4 @@
-"""Bayesian logistic regression with a Gaussian prior (BACKGROUND.md §4, docs/glm.md).
+"""Bayesian logistic regression with a Gaussian prior (docs/glm.md, docs/background.md §4).
 
 Prior w ~ N(0, (n beta)^-1 I) in R^d, loss log(1 + exp(-y w.x)), labels y in {-1, +1}
 (0/1 accepted), features ||x||_2 <= c. The posterior is n beta-strongly log-concave and a
@@ -34,6 +34,7 @@ BACKEND_DEFAULTS = {
     "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
 }
+IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
 
 
@@ -43,6 +44,27 @@ def _scale(value, name: str) -> float:
     if not 1e-100 <= v <= 1e100:
         raise ValueError(f"{name} must lie in [1e-100, 1e100]; got {v!r}")
     return v
+
+
+def _intercept(fit_intercept, intercept_scaling, c: float) -> tuple[bool, float | None]:
+    """(fit_intercept, s): s in (0, c) with an intercept, None without one."""
+    if not isinstance(fit_intercept, bool | np.bool_):
+        raise TypeError(f"fit_intercept must be True or False; got {fit_intercept!r}")
+    if not fit_intercept:
+        if intercept_scaling is not None:
+            raise ValueError("intercept_scaling applies only with fit_intercept=True")
+        return False, None
+    s = (
+        c / 2
+        if intercept_scaling is None
+        else check_positive(intercept_scaling, "intercept_scaling")
+    )
+    if not s < c:
+        raise ValueError(
+            f"intercept_scaling must be in (0, c={c:g}): the features need the rest of the "
+            f"bound c; got {s!r}"
+        )
+    return True, float(s)
 
 
 class BayesianLogisticRegression(Frozen):
@@ -60,6 +82,13 @@ class BayesianLogisticRegression(Frozen):
         steps — raised to twice the estimate from the weight bound —, 4 chains and
         max(100, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
         1000, 1000, 4). ``sample(..., size=k)`` runs at least k chains.
+    fit_intercept : append a constant column ``intercept_scaling`` = s to X inside the
+        release (default False). The bound c then covers the row [x, s], so feature rows
+        must have norm <= ``feature_bound`` = sqrt(c^2 - s^2); the released value has d + 1
+        entries, the weights and the intercept b = s * w_{d+1}, whose prior is
+        N(0, s^2 / (n beta)) (docs/glm.md, "The intercept").
+    intercept_scaling : s in (0, c), only with ``fit_intercept`` (default c / 2). A larger
+        s makes the intercept's prior wider and leaves the features less of the bound.
     reruns : when the diagnostics fail, the run is repeated with twice the tuning and
         draws, up to this many times (default 2).
     target_accept : NUTS target acceptance rate (pymc).
@@ -67,8 +96,11 @@ class BayesianLogisticRegression(Frozen):
         1). Far below 1 the proposal misses the posterior, and the diagnostics say so.
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
-    of norm <= c (refused otherwise; see :mod:`privbayes.preprocessing`), y of shape (n,)
-    in {0, 1} or {-1, +1}. The released value is a weight vector, shape (d,).
+    of norm <= ``feature_bound`` (c, or sqrt(c^2 - s^2) with an intercept; refused
+    otherwise, see :mod:`privbayes.preprocessing`), y of shape (n,) in {0, 1} or {-1, +1}.
+    The released value is a weight vector, shape (d,), or (d + 1,) ending with the
+    intercept. Settings that can never pass the diagnostics (one chain: split R-hat is
+    undefined; fewer than 4 draws) are refused here, before any ledger charge.
     """
 
     methods = GLM_METHODS
@@ -87,6 +119,8 @@ class BayesianLogisticRegression(Frozen):
         target_accept: float = 0.9,
         reruns: int = 2,
         proposal_scale: float = 1.0,
+        fit_intercept: bool = False,
+        intercept_scaling: float | None = None,
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
@@ -98,16 +132,29 @@ class BayesianLogisticRegression(Frozen):
         tune = defaults["tune"] if tune is None else tune
         draws = defaults["draws"] if draws is None else draws
         chains = defaults["chains"] if chains is None else chains
+        # Every release checks split R-hat, which needs >= 2 chains of >= 4 draws: a
+        # setting below that could never pass, yet each attempt would be charged.
+        why = {
+            "draws": " (split R-hat, checked on every release, needs 4 draws per chain)",
+            "chains": " (split R-hat, checked on every release, needs two chains)",
+        }
         for name, v, low in (
             ("tune", tune, 0),
-            ("draws", draws, 4 if backend == "imh" else 1),
-            ("chains", chains, 2 if backend == "imh" else 1),
+            ("draws", draws, 4),
+            ("chains", chains, 2),
             ("reruns", reruns, 0),
         ):
             if name == "draws" and v is None and backend == "imh":
                 continue  # chosen per run from the number of chains
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
-                raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
+                raise ValueError(
+                    f"{name} must be an integer >= {low}{why.get(name, '')}; got {v!r}"
+                )
+        if backend == "imh" and tune > IMH_MAX_TUNE:
+            raise ValueError(
+                f"tune must be at most {IMH_MAX_TUNE} for the imh back-end (a longer burn-in "
+                f"is refused at run time, after the charge); got {tune}"
+            )
         self.tune, self.chains = int(tune), int(chains)
         self.draws = None if draws is None else int(draws)
         self.reruns = int(reruns)
@@ -117,11 +164,18 @@ class BayesianLogisticRegression(Frozen):
         self.proposal_scale = check_positive(proposal_scale, "proposal_scale")
         if not 1e-6 <= self.proposal_scale <= 1e3:
             raise ValueError(f"proposal_scale must lie in [1e-6, 1e3]; got {proposal_scale!r}")
+        self.fit_intercept, self.intercept_scaling = _intercept(
+            fit_intercept, intercept_scaling, self.c
+        )
+        s = self.intercept_scaling
+        self.feature_bound = self.c if s is None else math.sqrt(self.c**2 - s**2)
         self._freeze()
 
     def __repr__(self) -> str:
+        extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
-            f"BayesianLogisticRegression(beta={self.beta!r}, c={self.c!r}, radius={self.radius!r})"
+            f"BayesianLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
+            f"radius={self.radius!r}{extra})"
         )
 
     # -- data ---------------------------------------------------------------------
@@ -147,16 +201,33 @@ class BayesianLogisticRegression(Frozen):
             raise ValueError(
                 f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {float(y[i])!r}"
             )
+        if self.fit_intercept:  # the certificate's bound c covers the row [x, s]
+            x = np.hstack([x, np.full((x.shape[0], 1), self.intercept_scaling)])
         norms = np.linalg.norm(x, axis=1)
         over = np.flatnonzero(norms > self.c * (1 + NORM_SLACK))
         if over.size:
             first = ", ".join(str(int(i)) for i in over[:5])
+            bound = (
+                f"sqrt(c^2 - intercept_scaling^2) = {self.feature_bound:.6g} (the intercept "
+                f"column s = {self.intercept_scaling:g} takes the rest of c = {self.c:g})"
+                if self.fit_intercept
+                else f"c = {self.c:g}"
+            )
             raise ValueError(
-                f"{over.size} row(s) of X have norm > c = {self.c:g} (first: {first}); "
-                "scale by a public bound or clip rows with privbayes.preprocessing"
+                f"{over.size} row(s) of X have norm > {bound} (first: {first}); scale by a "
+                "public bound or clip rows with privbayes.preprocessing"
             )
         y = np.where(y > 0, 1.0, -1.0)
         return (x, y), int(x.shape[0])
+
+    def _released(self, value: np.ndarray) -> np.ndarray:
+        """The draw as released: with an intercept, its last entry times s is the bias b."""
+        if not self.fit_intercept:
+            return value
+        out = np.array(value, dtype=float)
+        out[..., -1] *= self.intercept_scaling
+        out.setflags(write=False)
+        return out
 
     # -- certificates ---------------------------------------------------------------
     def rdp(self, n, orders, r: float = 1.0, m: float = 1.0, method: str = "diffused"):

@@ -34,6 +34,7 @@ from scipy import linalg, special
 from scipy.linalg import blas
 
 from ..errors import ConvergenceError, SamplingError
+from . import diagnostics
 
 NU = 5.0  # t component's degrees of freedom: heavy tails, so the weights stay bounded
 T_WEIGHT = 0.1  # its mixture weight
@@ -245,29 +246,30 @@ def run_chains(target: Target, proposal: Proposal, chains: int, tune: int, draws
 
 
 def _diagnostics(traces, lp_trace, acceptance, log_w, tune: int) -> dict:
-    import arviz as az
-
-    log_m = float(log_w.max() - _log_mean_exp(log_w))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ArviZ/psis warn on what we report below
-        ds = az.convert_to_dataset({"w": traces, "lp": lp_trace})
-        rhat = az.rhat(ds)
-        ess_b = az.ess(ds, method="bulk")
-        ess_t = az.ess(ds, method="tail")
-        k_hat = float(az.psislw(log_w.copy())[1])
+    # Our own R-hat/ESS/k-hat (diagnostics.py): ArviZ costs 2-3 s to import. np.max and
+    # np.min propagate NaN, so an undefined R-hat (constant chains) fails the checks.
+    both = np.concatenate([traces, lp_trace[:, :, None]], axis=2)  # w and log pi
+    log_m = float(np.max(log_w) - _log_mean_exp(log_w))
     return {
         "backend": "imh",
-        "rhat_max": float(max(rhat[v].max() for v in ("w", "lp"))),
-        "ess_bulk_min": float(min(ess_b[v].min() for v in ("w", "lp"))),
-        "ess_tail_min": float(min(ess_t[v].min() for v in ("w", "lp"))),
+        "rhat_max": float(np.max(diagnostics.split_rhat(both))),
+        "ess_bulk_min": float(np.min(diagnostics.ess_bulk(both))),
+        "ess_tail_min": float(np.min(diagnostics.ess_tail(both))),
         "acceptance": float(acceptance),
-        "pareto_k": k_hat,
-        "weight_ratio_max": math.exp(min(log_m, 700.0)),
-        "tv_bound_est": math.exp(tune * math.log1p(-math.exp(-log_m))) if log_m > 0 else 0.0,
+        "pareto_k": diagnostics.pareto_k(log_w),
+        "weight_ratio_max": math.nan if math.isnan(log_m) else math.exp(min(log_m, 700.0)),
+        "tv_bound_est": _tv_bound(log_m, tune),
         "chains": traces.shape[0],
         "draws": traces.shape[1],
         "tune": tune,
     }
+
+
+def _tv_bound(log_m: float, tune: int) -> float:
+    """(1 - 1/M)^tune; NaN when log M is NaN (a NaN must fail the check, not pass it)."""
+    if math.isnan(log_m):
+        return math.nan
+    return math.exp(tune * math.log1p(-math.exp(-log_m))) if log_m > 0 else 0.0
 
 
 def _problems(diag: dict) -> list[str]:
@@ -302,8 +304,10 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
         if tune > MAX_TUNE:
             raise ConvergenceError(
                 f"the burn-in would be {tune} steps (> {MAX_TUNE}; from tune={model.tune} and "
-                f"the estimated weight bound, doubled per rerun): the proposal fits the "
-                "posterior too poorly or tune is too large; nothing was released",
+                "the estimated weight bound, doubled per rerun): the proposal fits the "
+                "posterior too poorly, so nothing was released. A ledger charge made for this "
+                "call stays spent: the chains read the data. What helps: a stronger prior "
+                "(larger beta), proposal_scale nearer 1, or another back-end",
                 diagnostics={"backend": "imh", "tune": tune, "attempts": attempt + 1},
             )
         state, traces, lp_trace, acc, log_w = run_chains(
@@ -314,14 +318,18 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
         problems = _problems(diag)
         if not problems:
             return state, diag
-    message = (
-        "MCMC did not converge (" + "; ".join(problems) + "): the draw would not come "
-        "from the posterior the certificate is about. Increase tune/draws, or pass "
-        "on_bad_diagnostics='warn' to release anyway"
-    )
     # "warn" releases a run that narrowly failed, never one that did not move: chains that
     # (almost) never accept, or weights with no finite mean, sit near their starting law.
-    hopeless = not (diag["acceptance"] >= 0.01 and diag["pareto_k"] <= 1.0)
+    # NaN (an undefined R-hat or k-hat) counts as not moving.
+    hopeless = not (
+        diag["acceptance"] >= 0.01 and diag["pareto_k"] <= 1.0 and not math.isnan(diag["rhat_max"])
+    )
+    message = diagnostics.convergence_message(
+        problems,
+        diag["attempts"],
+        can_warn=not hopeless,
+        hint="proposal_scale nearer 1" if model.proposal_scale != 1 else "",
+    )
     if on_bad == "raise" or hopeless:
         raise ConvergenceError(message, diagnostics=diag)
     warnings.warn(message, RuntimeWarning, stacklevel=5)
@@ -399,10 +407,11 @@ def _ops_rejection(model, target, proposal, pilot_w, pilot, needed, k, rng, on_b
 
 
 def _worst(a: dict, b: dict) -> dict:
-    """Diagnostics of two OPS batches combined: each check at its worse value."""
+    """Diagnostics of two OPS batches combined: each check at its worse value (NaN, an
+    undefined diagnostic, wins: np.maximum/np.minimum propagate it, Python's max does not)."""
     out = dict(b)
     for key in ("rhat_max", "pareto_k", "weight_ratio_max", "tv_bound_est", "tune", "attempts"):
-        out[key] = max(a[key], b[key])
+        out[key] = np.maximum(a[key], b[key]).item()
     for key in ("ess_bulk_min", "ess_tail_min", "acceptance"):
-        out[key] = min(a[key], b[key])
+        out[key] = np.minimum(a[key], b[key]).item()
     return out

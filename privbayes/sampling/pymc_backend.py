@@ -16,6 +16,7 @@ R-hat <= 1.01 and no divergent transitions (docs/glm.md).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import warnings
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConvergenceError, SamplingError
+from .diagnostics import convergence_message
 
 # PyPI's PyTensor cannot find a BLAS to link and says so on every first compile; the
 # speed cost is known (benchmarks/glm.py) and the message is noise to our users.
@@ -128,10 +130,12 @@ def posterior_draws(
             # do not keep the private data in the cached model after the release
             pm.set_data({"X": np.zeros((1, d)), "y": np.ones(1)}, model=comp.model)
     post = idata.posterior["w"]
+    # np.max/np.min over .values propagate NaN; xarray's .max() skips it, so a coordinate
+    # whose chains are constant (R-hat 0/0) would read as converged.
     diagnostics = {
-        "rhat_max": float(az.rhat(idata, var_names=["w"])["w"].max()),
-        "ess_bulk_min": float(az.ess(idata, var_names=["w"], method="bulk")["w"].min()),
-        "ess_tail_min": float(az.ess(idata, var_names=["w"], method="tail")["w"].min()),
+        "rhat_max": float(np.max(az.rhat(idata, var_names=["w"])["w"].values)),
+        "ess_bulk_min": float(np.min(az.ess(idata, var_names=["w"], method="bulk")["w"].values)),
+        "ess_tail_min": float(np.min(az.ess(idata, var_names=["w"], method="tail")["w"].values)),
         "divergences": int(idata.sample_stats["diverging"].sum()),
         "chains": chains or model.chains,
         "draws": model.draws * scale,
@@ -189,12 +193,10 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=No
             break
     diag["attempts"] = attempt + 1
     if problems:
-        message = (
-            "MCMC did not converge (" + "; ".join(problems) + "): the draw would not come "
-            "from the posterior the certificate is about. Increase tune/draws, or pass "
-            "on_bad_diagnostics='warn' to release anyway"
-        )
-        if on_bad == "raise":
+        # "warn" never releases chains whose R-hat is undefined (NaN: they did not move)
+        can_warn = not math.isnan(diag["rhat_max"])
+        message = convergence_message(problems, diag["attempts"], can_warn=can_warn)
+        if on_bad == "raise" or not can_warn:
             raise ConvergenceError(message, diagnostics=diag)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     chains, n_draws, _ = draws.shape

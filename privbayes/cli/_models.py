@@ -1,0 +1,393 @@
+"""One adapter per model: the flags it takes on each command and how to build it.
+
+This is the single place that decides "flag X applies to model Y only": every model flag
+is registered with no default, so a flag that was given can be told from one that was
+not, and :func:`resolve` refuses any given flag (or method) that the chosen model does not
+use on that command, with one message format. Adding a model means adding one adapter
+class to ``ADAPTERS``.
+
+Light at import (no numpy): the library is imported inside ``build``/``read``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from ._io import UsageError, binary, codes, floats, labels
+
+# Kept literal so that --help needs no numpy; tests/cli check them against the library's.
+CONJUGATE_METHODS = ("direct", "diffused", "concentrated")
+GLM_METHODS = (*CONJUGATE_METHODS, "ops")
+
+# dest -> (option strings, argparse keywords). No defaults: None means "not given".
+FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
+    "column": (("--column",), {"metavar": "COL", "help": "the data column"}),
+    "categories": (
+        ("--categories",),
+        {
+            "metavar": "A,B,...",
+            "help": "the public category labels, in order: every record must carry one "
+            "(calibrate: they give K)",
+        },
+    ),
+    "positive": (
+        ("--positive",),
+        {
+            "metavar": "LABEL[,...]",
+            "help": "the label(s) counted as 1, with --negative: declare every label of the "
+            "column (public, matched exactly); other labels are refused",
+        },
+    ),
+    "negative": (
+        ("--negative",),
+        {"metavar": "LABEL[,...]", "help": "the label(s) counted as 0 (with --positive)"},
+    ),
+    "alpha": (
+        ("--alpha",),
+        {
+            "type": float,
+            "nargs": "+",
+            "metavar": "A",
+            "help": "prior weights: ALPHA [BETA] for beta-bernoulli and query (default 1 "
+            "1); a1 ... aK for dirichlet-categorical",
+        },
+    ),
+    "beta": (
+        ("--beta",),
+        {
+            "type": float,
+            "metavar": "B",
+            "help": "prior: beta-bernoulli and query, its beta (default 1); logistic, "
+            "the precision per record, w ~ N(0, (n B)^-1 I) (default 0.01)",
+        },
+    ),
+    "label": (("--label",), {"metavar": "COL", "help": "the two-class label column"}),
+    "features": (
+        ("--features",),
+        {"metavar": "A,B,...", "help": "feature columns (default: every column but --label)"},
+    ),
+    "c": (
+        ("--c",),
+        {
+            "type": float,
+            "metavar": "C",
+            "help": "public bound on the row norm ||x||, or ||[x, s]|| with --intercept "
+            "(default 1)",
+        },
+    ),
+    "scale": (
+        ("--scale",),
+        {
+            "type": float,
+            "metavar": "BOUND",
+            "help": "a public bound on the raw feature rows' norm: rows are multiplied by "
+            "(feature bound) / BOUND, and the released weights are for the raw columns",
+        },
+    ),
+    "clip": (
+        ("--clip",),
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "clip rows onto the norm bound instead of refusing them (row-wise)",
+        },
+    ),
+    "intercept": (
+        ("--intercept",),
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "append a constant column s: the bound c then covers [x, s], and the "
+            "value ends with the intercept",
+        },
+    ),
+    "intercept_scaling": (
+        ("--intercept-scaling",),
+        {"type": float, "metavar": "S", "help": "s in (0, c) for --intercept (default c/2)"},
+    ),
+    "backend": (
+        ("--backend",),
+        {
+            "choices": ("imh", "pymc"),
+            "help": "MCMC back-end: independence Metropolis-Hastings (default) or PyMC NUTS",
+        },
+    ),
+    "d": (("--d",), {"type": int, "metavar": "D", "help": "feature dimension (default 1)"}),
+}
+
+# Flags a command registers but no model of it uses, with the reason.
+COMMAND_NOTES = {
+    ("audit", "categories"): "--categories does not apply to audit (no data are read); give "
+    "K prior weights with --alpha a1 ... aK",
+}
+
+
+class Adapter:
+    """How one model meets the command line."""
+
+    name: str = ""
+    aliases: tuple[str, ...] = ()
+    methods: tuple[str, ...] = CONJUGATE_METHODS
+    flags: dict[str, frozenset[str]] = {}  # command -> flags this model takes there
+
+    def build(self, args, command: str):
+        """The model, from its flags (public choices only)."""
+        raise NotImplementedError
+
+    def read(self, args, table, model):
+        """(data for privbayes.sample, details for ``finish``) from the CSV table."""
+        raise NotImplementedError
+
+    def finish(self, out: dict, details) -> dict:
+        """Adds model-specific fields to the JSON result of ``sample``."""
+        return out
+
+
+def _two_class(args, cells, name: str, signed: bool):
+    return binary(
+        cells,
+        name,
+        labels(args.positive, "--positive"),
+        labels(args.negative, "--negative"),
+        signed=signed,
+    )
+
+
+class BetaBernoulliAdapter(Adapter):
+    name = "beta-bernoulli"
+    flags = {
+        "sample": frozenset({"column", "positive", "negative", "alpha", "beta"}),
+        "calibrate": frozenset({"alpha", "beta"}),
+        "audit": frozenset({"alpha", "beta"}),
+    }
+
+    def build(self, args, command):
+        from ..models import BetaBernoulli
+
+        alpha = args.alpha or [1.0]
+        if len(alpha) > 2:
+            raise UsageError(f"--alpha: {self.name} takes ALPHA [BETA]; got {len(alpha)} values")
+        if len(alpha) == 2 and args.beta is not None:
+            raise UsageError("--beta: the prior's beta is given twice (--alpha A B and --beta)")
+        beta = alpha[1] if len(alpha) == 2 else (1.0 if args.beta is None else args.beta)
+        return BetaBernoulli(alpha[0], beta)
+
+    def read(self, args, table, model):
+        if args.column is None:
+            raise UsageError(f"--model {self.name} needs --column COL")
+        return _two_class(args, table.column(args.column), args.column, signed=False), None
+
+
+class QueryAdapter(BetaBernoulliAdapter):
+    """The statistical query's Beta prior (audit only; `privbayes query` reads data)."""
+
+    name = "query"
+    flags = {"audit": frozenset({"alpha", "beta"})}
+
+
+class DirichletAdapter(Adapter):
+    name = "dirichlet-categorical"
+    aliases = ("dirichlet",)
+    flags = {
+        "sample": frozenset({"column", "categories", "alpha"}),
+        "calibrate": frozenset({"categories", "alpha"}),
+        "audit": frozenset({"alpha"}),
+    }
+
+    def build(self, args, command):
+        import numpy as np
+
+        from ..models import DirichletCategorical
+
+        cats = labels(getattr(args, "categories", None), "--categories", minimum=2)
+        alpha = args.alpha
+        if alpha is None:
+            if command == "audit":
+                return DirichletCategorical(np.ones(3))
+            if not cats:
+                raise UsageError(f"--model {self.name} needs --alpha a1 ... aK or --categories")
+            return DirichletCategorical(np.ones(len(cats)))
+        if cats and len(alpha) == 1:
+            alpha = alpha * len(cats)
+        if cats and len(alpha) != len(cats):
+            raise UsageError(f"--alpha has {len(alpha)} entries but --categories has {len(cats)}")
+        return DirichletCategorical(alpha)
+
+    def read(self, args, table, model):
+        if args.column is None:
+            raise UsageError(f"--model {self.name} needs --column COL")
+        cats = labels(args.categories, "--categories", minimum=2)
+        return codes(table.column(args.column), args.column, cats), None
+
+
+class LogisticAdapter(Adapter):
+    name = "logistic"
+    methods = GLM_METHODS
+    flags = {
+        "sample": frozenset(
+            {
+                "label",
+                "features",
+                "positive",
+                "negative",
+                "beta",
+                "c",
+                "scale",
+                "clip",
+                "intercept",
+                "intercept_scaling",
+                "backend",
+            }
+        ),
+        "calibrate": frozenset({"beta", "c"}),
+        "audit": frozenset({"beta", "c", "d", "backend"}),
+    }
+
+    def build(self, args, command):
+        from ..models import BayesianLogisticRegression
+
+        options = {}
+        if command != "calibrate":
+            options["backend"] = args.backend or "imh"
+        if command == "sample":
+            if args.intercept_scaling is not None and not args.intercept:
+                raise UsageError("--intercept-scaling needs --intercept")
+            options["fit_intercept"] = bool(args.intercept)
+            options["intercept_scaling"] = args.intercept_scaling
+        return BayesianLogisticRegression(
+            beta=0.01 if args.beta is None else args.beta,
+            c=1.0 if args.c is None else args.c,
+            **options,
+        )
+
+    def read(self, args, table, model):
+        import numpy as np
+
+        from ..preprocessing import clip_rows
+
+        if args.label is None:
+            raise UsageError(f"--model {self.name} needs --label COL (and optionally --features)")
+        names = (
+            [f.strip() for f in args.features.split(",")]
+            if args.features is not None
+            else [h for h in table.header if h != args.label]
+        )
+        if not names or any(not f for f in names):
+            raise UsageError("--features: need one or more non-empty column names")
+        if len(set(names)) != len(names) or args.label in names:
+            raise UsageError("--features: repeated column, or the --label column among them")
+        X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
+        y = _two_class(args, table.column(args.label, "--label"), args.label, signed=True)
+        factor = None
+        if args.scale is not None:
+            if not (math.isfinite(args.scale) and args.scale > 0):
+                raise UsageError(f"--scale: need a finite public bound > 0; got {args.scale}")
+            factor = model.feature_bound / args.scale
+            X = X * factor
+        if args.clip:
+            X = clip_rows(X, model.feature_bound)
+        return (X, y), {"features": names, "factor": factor, "intercept": model.fit_intercept}
+
+    def finish(self, out, details):
+        factor = details["factor"]
+        if factor is not None:  # weights for the raw columns: w . (f x) = (f w) . x
+            import numpy as np
+
+            value = np.array(out["value"], dtype=float)
+            d = len(details["features"])
+            value[..., :d] *= factor
+            out["value"] = value.tolist()
+            out["feature_scale"] = factor
+        out["features"] = details["features"]
+        out["intercept"] = details["intercept"]
+        return out
+
+
+ADAPTERS: tuple[Adapter, ...] = (
+    BetaBernoulliAdapter(),
+    DirichletAdapter(),
+    LogisticAdapter(),
+    QueryAdapter(),
+)
+
+
+def names(command: str) -> list[str]:
+    """--model choices of ``command`` (aliases included)."""
+    out = []
+    for a in ADAPTERS:
+        if command in a.flags:
+            out += [a.name, *a.aliases]
+    return out
+
+
+def add_arguments(parser, command: str) -> None:
+    """--model and every flag some model takes on ``command``; none has a default."""
+    parser.add_argument(
+        "--model", choices=names(command), required=True, help="the model (see README)"
+    )
+    for dest in command_flags(command):
+        options, kwargs = FLAGS[dest]
+        users = ", ".join(a.name for a in ADAPTERS if dest in a.flags.get(command, ()))
+        kwargs = dict(kwargs, dest=dest)
+        # a flag no model of this command uses is parsed only to be refused with a reason
+        if not users:
+            kwargs["help"] = argparse.SUPPRESS
+        elif not any(a.name in kwargs["help"] for a in ADAPTERS):
+            kwargs["help"] = f"{users}: {kwargs['help']}"
+        parser.add_argument(*options, **kwargs)
+
+
+def command_flags(command: str) -> list[str]:
+    used = {f for a in ADAPTERS for f in a.flags.get(command, ())}
+    used |= {flag for cmd, flag in COMMAND_NOTES if cmd == command}
+    return [dest for dest in FLAGS if dest in used]  # FLAGS order, for --help
+
+
+def privacy_args(parser, methods: tuple[str, ...], *, seed: bool = True) -> None:
+    """--lam, --eps, --method and (for commands that draw) --seed."""
+    parser.add_argument(
+        "--lam", type=float, required=True, metavar="L", help="Rényi order lam (> 1, or inf)"
+    )
+    parser.add_argument(
+        "--eps",
+        type=float,
+        required=True,
+        metavar="E",
+        help="target eps at --lam, in nats (> 0); the certified eps is never above it",
+    )
+    parser.add_argument(
+        "--method",
+        choices=methods,
+        default="diffused",
+        help="mechanism (default diffused); ops: logistic only",
+    )
+    if seed:
+        parser.add_argument(
+            "--seed", type=int, default=None, help="random seed (default: fresh OS entropy)"
+        )
+
+
+def resolve(args, command: str) -> Adapter:
+    """The adapter of ``args.model``; refuses every given flag or method it does not use."""
+    adapter = next(a for a in ADAPTERS if args.model in (a.name, *a.aliases))
+    mine = adapter.flags[command]
+    for dest in command_flags(command):
+        if getattr(args, dest, None) in (None, False) or dest in mine:
+            continue
+        flag = FLAGS[dest][0][0]
+        users = [a.name for a in ADAPTERS if dest in a.flags.get(command, ())]
+        if not users:
+            raise UsageError(COMMAND_NOTES[(command, dest)])
+        raise UsageError(
+            f"{flag} does not apply to --model {adapter.name}: {flag} applies to --model "
+            f"{' and '.join(users)} only"
+        )
+    method = getattr(args, "method", None)
+    if method is not None and method not in adapter.methods:
+        users = [a.name for a in ADAPTERS if command in a.flags and method in a.methods]
+        raise UsageError(
+            f"--method {method} does not apply to --model {adapter.name}: --method {method} "
+            f"applies to --model {' and '.join(users)} only"
+        )
+    return adapter

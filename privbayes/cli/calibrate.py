@@ -1,0 +1,37 @@
+"""``privbayes calibrate``: the mechanism's knob for (lam, eps) at a public n; no data."""
+
+from __future__ import annotations
+
+from . import _models
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="the knob (r, m or t) for (lam, eps); no data needed",
+        description="Calibrate a mechanism from public inputs only (prior, n, lam, eps).",
+    )
+    p.add_argument("--n", type=int, required=True, help="the public number of records (>= 0)")
+    _models.add_arguments(p, "calibrate")
+    _models.privacy_args(p, _models.GLM_METHODS, seed=False)  # deterministic: no --seed
+    p.set_defaults(run=run)
+
+
+def run(args) -> dict:
+    from ..calibration import calibrate
+
+    adapter = _models.resolve(args, "calibrate")
+    cal = calibrate(adapter.build(args, "calibrate"), args.n, args.lam, args.eps, args.method)
+    ops = cal.method == "ops"
+    return {
+        "method": cal.method,
+        "r": None if ops else cal.r,
+        "m": cal.m,
+        "t": cal.t,
+        "lam": cal.lam,
+        "eps": cal.eps,
+        "target_eps": cal.target_eps,
+        "n": cal.n,
+        "worst_pair": cal.pair,
+        "iterations": cal.iterations,
+    }

@@ -1,0 +1,80 @@
+"""``privbayes query``: a private mean of a numeric column with a public range."""
+
+from __future__ import annotations
+
+import math
+
+from . import _models
+from ._io import Table, UsageError, floats
+from ._ledger import ledger_args, open_ledger
+from .sample import charge_args, result
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "query",
+        help="private mean of a bounded numeric CSV column",
+        description="Release a private estimate of a column's mean, rescaled from the public "
+        "range [LOW, HIGH] to [0, 1] (a Beta-Bernoulli statistical query).",
+    )
+    p.add_argument("--data", required=True, metavar="FILE.csv", help="CSV file with a header row")
+    p.add_argument("--column", required=True, metavar="COL", help="the numeric column")
+    p.add_argument(
+        "--low",
+        type=float,
+        required=True,
+        help="public lower bound of the column (write --low=-5 for negatives)",
+    )
+    p.add_argument("--high", type=float, required=True, help="public upper bound of the column")
+    p.add_argument(
+        "--clip",
+        action="store_true",
+        help="clip values outside [LOW, HIGH] instead of refusing them",
+    )
+    _models.privacy_args(p, _models.CONJUGATE_METHODS)
+    p.add_argument(
+        "--alpha", type=float, default=1.0, metavar="A", help="Beta prior alpha (default 1)"
+    )
+    p.add_argument(
+        "--beta", type=float, default=1.0, metavar="B", help="Beta prior beta (default 1)"
+    )
+    ledger_args(p, charge=True)
+    p.set_defaults(run=run)
+
+
+def run(args) -> dict:
+    import numpy as np
+
+    from ..release import release_query
+
+    lo, hi = args.low, args.high
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise UsageError(f"--low/--high: need finite LOW < HIGH; got {lo} {hi}")
+    ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
+    try:
+        charge = charge_args(args, ledger)
+        x = floats(Table(args.data).column(args.column), args.column)
+        outside = np.flatnonzero((x < lo) | (x > hi))
+        if outside.size and not args.clip:
+            i = int(outside[0])
+            raise UsageError(
+                f"column {args.column!r}: data row {i} = {x[i]!r} is outside [{lo:g}, {hi:g}] "
+                f"({outside.size} rows); widen the public range or pass --clip"
+            )
+        values = np.clip((x - lo) / (hi - lo), 0.0, 1.0)
+        rel = release_query(
+            values,
+            args.lam,
+            args.eps,
+            method=args.method,
+            alpha=args.alpha,
+            beta=args.beta,
+            rng=args.seed,
+            **charge,
+        )
+    finally:
+        if ledger is not None:
+            ledger.close()
+    out = result(rel)
+    out["value_in_range"] = lo + (hi - lo) * rel.value
+    return out

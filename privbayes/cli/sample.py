@@ -1,0 +1,68 @@
+"""``privbayes sample``: one private posterior draw from a CSV file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import _models
+from ._io import Table, UsageError
+from ._ledger import ledger_args, open_ledger
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sample",
+        help="release one private posterior sample from a CSV file",
+        description="Release one posterior draw with a certified (lam, eps)-RDP guarantee. "
+        "Flags that the chosen --model does not use are refused.",
+    )
+    p.add_argument("--data", required=True, metavar="FILE.csv", help="CSV file with a header row")
+    _models.add_arguments(p, "sample")
+    _models.privacy_args(p, _models.GLM_METHODS)
+    ledger_args(p, charge=True)
+    p.set_defaults(run=run)
+
+
+def result(rel) -> dict:
+    """The JSON fields every release reports: the draw and its certificate, nothing else.
+    ``t`` is OPS's tempering (null otherwise); ``r`` is null for OPS."""
+    ops = rel.method == "ops"
+    return {
+        "value": rel.value,
+        "method": rel.method,
+        "r": None if ops else rel.r,
+        "m": rel.m,
+        "t": rel.t,
+        "lam": rel.lam,
+        "eps": rel.eps,
+        "n": rel.n,
+    }
+
+
+def charge_args(args, ledger) -> dict:
+    """ledger/dataset/note keywords for privbayes.sample from --ledger/--dataset."""
+    if ledger is None:
+        if args.dataset is not None:
+            raise UsageError("--dataset needs --ledger PATH (or $PRIVBAYES_LEDGER)")
+        return {}
+    return {
+        "ledger": ledger,
+        "dataset": args.dataset or Path(args.data).stem,
+        "note": f"privbayes {args.command} {Path(args.data).name}",
+    }
+
+
+def run(args) -> dict:
+    from ..release import sample
+
+    adapter = _models.resolve(args, "sample")
+    model = adapter.build(args, "sample")  # public choices first: no data read yet
+    ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
+    try:
+        charge = charge_args(args, ledger)
+        data, details = adapter.read(args, Table(args.data), model)
+        rel = sample(model, data, args.lam, args.eps, args.method, rng=args.seed, **charge)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    return adapter.finish(result(rel), details)

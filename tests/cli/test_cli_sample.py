@@ -1,0 +1,153 @@
+"""privbayes sample: conjugate and logistic releases, labels, intercept and scaling."""
+
+import json
+
+import numpy as np
+import pytest
+
+import privbayes as pb
+
+BB = ("sample", "--model", "beta-bernoulli", "--lam", "2", "--eps", "0.5")
+
+
+def test_sample_beta_bernoulli(csv_file, run):
+    code, out, err = run(*BB, "--data", csv_file, "--column", "flag", "--seed", "3")
+    assert code == 0 and err == ""
+    res = json.loads(out)
+    assert set(res) == {"value", "method", "r", "m", "t", "lam", "eps", "n"}
+    assert res["n"] == 60 and res["eps"] <= 0.5 and 0 < res["value"] < 1 and res["t"] is None
+    assert run(*BB, "--data", csv_file, "--column", "flag", "--seed", "3")[1] == out  # seeded
+
+
+def test_declared_labels_and_dirichlet(csv_file, run):
+    code, out, _ = run(
+        *("sample", "--model", "beta-bernoulli", "--data", csv_file, "--column", "income"),
+        *("--positive", ">50K", "--negative", "<=50K", "--lam", "3", "--eps", "1"),
+        *("--method", "concentrated", "--alpha", "2", "5"),
+    )
+    assert code == 0 and json.loads(out)["method"] == "concentrated"
+    code, out, _ = run(
+        *("sample", "--model", "dirichlet-categorical", "--data", csv_file, "--column"),
+        *("color", "--categories", "red,green,blue", "--lam", "2", "--eps", "1"),
+    )
+    res = json.loads(out)
+    assert code == 0 and len(res["value"]) == 3 and sum(res["value"]) == pytest.approx(1)
+
+
+@pytest.mark.parametrize(
+    "labels,needle",
+    [
+        # issue 12 item 9: a misspelt label used to count every record as 0, exit status 0
+        (("--positive", ">50k"), "--positive and --negative go together"),
+        (("--positive", ">50k", "--negative", "<=50K"), "line 2 is '>50K', neither"),
+        (("--positive", ">50K", "--negative", "<=50k"), "neither --positive >50K"),
+        (("--negative", "<=50K"), "go together"),
+        (("--positive", ">50K", "--negative", ">50K"), "both list >50K"),
+        (("--positive", ">50K,", "--negative", "<=50K"), "--positive: need non-empty"),
+        ((), "expected 0/1 or true/false"),
+    ],
+)
+def test_labels_outside_the_declared_set_are_refused(csv_file, run, labels, needle):
+    code, out, err = run(*BB, "--data", csv_file, "--column", "income", *labels)
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1
+    assert "60" not in err  # no count of the private data in the message
+
+
+def test_several_labels_per_class(tmp_path, run):
+    path = tmp_path / "adult.csv"  # Adult's test file writes '>50K.' for '>50K'
+    path.write_text("income\n>50K\n<=50K.\n<=50K\n>50K.\n")
+    code, out, err = run(
+        *BB, "--data", path, "--column", "income",
+        *("--positive", ">50K,>50K.", "--negative", "<=50K,<=50K."),
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["n"] == 4
+
+
+def test_sample_logistic(logistic_csv, run):
+    args = (
+        *("sample", "--model", "logistic", "--data", logistic_csv, "--label", "label"),
+        *("--lam", "2", "--eps", "1", "--seed", "0", "--clip"),
+    )
+    code, out, err = run(*args)
+    res = json.loads(out)
+    assert code == 0 and len(res["value"]) == 2 and res["features"] == ["f1", "f2"]
+    assert res["intercept"] is False
+    code, out, err = run(*args, "--method", "ops", "--beta", "0.5")
+    res = json.loads(out)
+    assert code == 0 and res["method"] == "ops" and res["r"] is None and 0 < res["t"] <= 1
+    code, out, err = run(*args, "--backend", "pymc")
+    assert code == 0 and len(json.loads(out)["value"]) == 2
+    logistic_csv.write_text("f1,label\n5.0,1\n0.1,0\n")
+    code, _, err = run(*args[:-1])
+    assert code == 2 and "norm > c" in err
+
+
+def test_logistic_intercept_and_public_scaling(tmp_path, run):
+    """--intercept appends the column s inside the release (as the estimator does);
+    --scale multiplies rows by (feature bound) / BOUND and reports raw-column weights."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-30, 30, size=(120, 2))
+    y = (X[:, 0] + 10 > 0).astype(int)
+    path = tmp_path / "raw.csv"
+    path.write_text("a,b,y\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, y, strict=True)))
+    base = (
+        *("sample", "--model", "logistic", "--data", path, "--label", "y", "--lam", "2"),
+        *("--eps", "5", "--seed", "1", "--beta", "0.05"),
+    )
+    code, _, err = run(*base)
+    assert code == 2 and "norm > c" in err  # raw rows are far over c = 1
+    bound = 30 * np.sqrt(2)  # public: each feature lies in [-30, 30]
+    code, out, err = run(*base, "--scale", bound, "--intercept")
+    res = json.loads(out)
+    assert code == 0, err
+    assert res["intercept"] is True and len(res["value"]) == 3
+    s, fb = 0.5, np.sqrt(1 - 0.25)  # defaults: s = c/2, rows bounded by sqrt(c^2 - s^2)
+    assert res["feature_scale"] == pytest.approx(fb / bound)
+    # the same release through the library: identical draw (seeded), weights rescaled
+    model = pb.BayesianLogisticRegression(beta=0.05, fit_intercept=True)
+    rel = pb.sample(model, (X * (fb / bound), y), 2.0, 5.0, rng=1)
+    want = np.array(rel.value)
+    want[:2] *= fb / bound
+    np.testing.assert_allclose(res["value"], want, rtol=1e-12)
+    assert model.intercept_scaling == s and model.feature_bound == pytest.approx(fb)
+    code, _, err = run(*base, "--scale", bound, "--intercept-scaling", "0.3")
+    assert code == 2 and "--intercept-scaling needs --intercept" in err
+    code, _, err = run(*base, "--scale", "0", "--intercept")
+    assert code == 2 and "--scale" in err
+    code, _, err = run(*base, "--scale", bound, "--intercept", "--intercept-scaling", "1")
+    assert code == 2 and "intercept_scaling must be in (0, c=1)" in err
+
+
+def test_logistic_labels(tmp_path, run):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2)) * 0.3
+    path = tmp_path / "pm.csv"
+    path.write_text("f1,f2,y\n" + "".join(f"{a},{b},{'+1' if a > 0 else '-1'}\n" for a, b in X))
+    base = (
+        *("sample", "--model", "logistic", "--data", path, "--label", "y"),
+        *("--lam", "2", "--eps", "1", "--seed", "0", "--clip"),
+    )
+    code, out, _ = run(*base)
+    assert code == 0 and len(json.loads(out)["value"]) == 2
+    code, _, err = run(*base, "--features", "f1,y")
+    assert code == 2 and "--label" in err
+    code, _, err = run(*base, "--positive", "+1")
+    assert code == 2 and "go together" in err
+    code, out, _ = run(*base, "--positive", "+1", "--negative", "-1")
+    assert code == 0
+    code, _, err = run(*base, "--positive", "1", "--negative", "-1")
+    assert code == 2 and "line 2 is" in err
+    # a column mixing the 0/1 and -1/+1 conventions is ambiguous
+    text = path.read_text().splitlines()
+    text[1] = text[1].rsplit(",", 1)[0] + ",0"
+    path.write_text("\n".join(text) + "\n")
+    code, _, err = run(*base)
+    assert code == 2 and "both 0 and -1" in err
+
+
+def test_data_are_read_after_public_choices(csv_file, run, tmp_path):
+    """A bad model argument is reported before the data file is opened."""
+    code, _, err = run(
+        *BB, "--data", tmp_path / "missing.csv", "--column", "flag", "--alpha", "1", "2", "3"
+    )
+    assert code == 2 and "ALPHA [BETA]" in err
