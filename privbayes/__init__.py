@@ -9,6 +9,7 @@ from .accounting import RdpAccountant
 from .accounting.ledger import Ledger
 from .calibration import Calibration, calibrate
 from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
+from .divergence_families import renyi_gamma, renyi_normal
 from .errors import (
     BudgetExceededError,
     ConvergenceError,
@@ -17,7 +18,13 @@ from .errors import (
     SamplingError,
 )
 from .estimators import PrivateLogisticRegression
-from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
+from .models import (
+    BayesianLogisticRegression,
+    BetaBernoulli,
+    DirichletCategorical,
+    GammaPoisson,
+    NormalKnownVariance,
+)
 from .release import PrivateSample, release_query, sample
 
 __version__ = "0.1.0"
@@ -30,8 +37,10 @@ __all__ = [
     "BudgetExceededError",
     "Calibration",
     "DirichletCategorical",
+    "GammaPoisson",
     "InfeasiblePrivacyError",
     "Ledger",
+    "NormalKnownVariance",
     "PrivBayesError",
     "PrivateLogisticRegression",
     "PrivateSample",
@@ -44,5 +53,7 @@ __all__ = [
     "renyi_beta",
     "renyi_dirichlet",
     "renyi_expfam",
+    "renyi_gamma",
+    "renyi_normal",
     "sample",
 ]
