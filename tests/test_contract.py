@@ -75,10 +75,10 @@ def test_implements_the_model_protocol(entry):
 
 
 # -- calibration ----------------------------------------------------------------------------
-@pytest.mark.parametrize("entry", EXACT, ids=exact_ids)
-def test_calibration_is_safe_against_the_exact_sup(entry):
-    """certified <= target; brute force / grid sup (exact arithmetic) <= certified."""
-    model, n = entry.build(), entry.n
+def check_safety(entry, model) -> float:
+    """certified <= target; brute force / grid sup (exact arithmetic) <= certified.
+    Returns the largest (exact - certified) / certified seen."""
+    n = entry.n
     worst_gap, checked = -math.inf, 0
     for lam, eps in ORDERS:
         for method in _methods(model):
@@ -94,6 +94,12 @@ def test_calibration_is_safe_against_the_exact_sup(entry):
     assert checked >= 5
     # the certificate is the sup itself (boundary pairs), not a loose bound
     assert worst_gap > -1e-9, worst_gap
+    return worst_gap
+
+
+@pytest.mark.parametrize("entry", EXACT, ids=exact_ids)
+def test_calibration_is_safe_against_the_exact_sup(entry):
+    check_safety(entry, entry.build())
 
 
 @pytest.mark.parametrize("entry", CATALOGUE, ids=ids)
@@ -135,13 +141,12 @@ def test_infeasible_targets_are_typed_and_n_zero_is_free(entry):
 
 
 # -- sampling -------------------------------------------------------------------------------
-@pytest.mark.parametrize("entry", EXACT, ids=exact_ids)
-def test_draws_follow_the_prescribed_law(entry):
+def check_draws(entry, model, methods=None) -> None:
     """KS test of 4000 released draws against the law the mechanism prescribes (scipy)."""
-    model, n = entry.build(), entry.n
+    n = entry.n
     data = entry.data(np.random.default_rng(1), n)
     lam = 2.0
-    for k, method in enumerate(_methods(model)):
+    for k, method in enumerate(methods or _methods(model)):
         eps, size = 1.0, 4000
         if method == "direct":  # eps / size per draw must cover direct sampling's eps
             if not np.isfinite(model.rdp(n, lam)):
@@ -156,6 +161,11 @@ def test_draws_follow_the_prescribed_law(entry):
         assert np.shape(one.value) == np.shape(rel.value)[1:]
         if one.log_value is not None:
             np.testing.assert_allclose(np.log(one.value), one.log_value, rtol=1e-12)
+
+
+@pytest.mark.parametrize("entry", EXACT, ids=exact_ids)
+def test_draws_follow_the_prescribed_law(entry):
+    check_draws(entry, entry.build())
 
 
 @pytest.mark.parametrize("entry", EXACT, ids=exact_ids)
@@ -226,19 +236,22 @@ def _generic_bad_data(entry, good):
     ]
 
 
-@pytest.mark.parametrize("entry", CATALOGUE, ids=ids)
-def test_bad_data_is_refused_and_nothing_is_charged(entry, tmp_path):
-    model = entry.build()
+def check_bad_data(entry, model, path) -> None:
     good = entry.data(np.random.default_rng(0), entry.n)
     cases = entry.bad_data + _generic_bad_data(entry, good)
     if entry.name == "dirichlet-categorical":  # (n, 2) is not one-hot for K = 3: also refused
         cases[-2] = (cases[-2][0], ValueError, "K=3")
-    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger = pb.Ledger(path)
     ledger.init_budget("d", eps=10.0, delta=1e-6)
     for data, exc, match in cases:
         with pytest.raises(exc, match=match):
             pb.sample(model, data, 2.0, 1.0, ledger=ledger, dataset="d")
     assert ledger.spent("d") == 0.0 and ledger.status("d")[0]["charges"] == []
+
+
+@pytest.mark.parametrize("entry", CATALOGUE, ids=ids)
+def test_bad_data_is_refused_and_nothing_is_charged(entry, tmp_path):
+    check_bad_data(entry, entry.build(), tmp_path / "l.db")
 
 
 @pytest.mark.parametrize("entry", EXACT, ids=exact_ids)
@@ -275,3 +288,50 @@ def test_audit_at_the_worst_pair_stays_below_the_certificate(entry):
     res = audit_model(entry.build(), entry.n, 2.0, 1.0, trials=6000, delta=1e-3, rng=0)
     assert not res.violation
     assert res.eps_lower <= res.eps_certified
+
+
+# -- mutants: the contract catches deliberately broken models --------------------------------
+class _NoMirrorPairs(pb.GammaPoisson):
+    """Forgets the mirrored pairs (P below Q): under-certifies near the pole."""
+
+    def _pairs(self, n, r, m):
+        pairs = super()._pairs(n, r, m)
+        return None if pairs is None else pairs[:2] + pairs[:2]
+
+
+class _HalfRange(pb.NormalKnownVariance):
+    """Uses half the sensitivity high - low."""
+
+    def _spread(self, n):
+        return 0.5 * super()._spread(n)
+
+
+class _PriorRateNotConcentrated(pb.GammaPoisson):
+    """Samples with rate beta + r n instead of beta / m + r n."""
+
+    def _log_rate(self, n, r, m):
+        return super()._log_rate(n, r, 1.0)
+
+
+class _NoDomainCheck(pb.GammaPoisson):
+    """Accepts counts above max_count."""
+
+    def _statistics(self, data):
+        arr = np.asarray(data, float)
+        if arr.ndim != 1 or not np.isfinite(arr).all():
+            return super()._statistics(data)
+        return int(arr.sum()), arr.size
+
+
+def test_mutants_are_caught(tmp_path):
+    gamma, normal = BY_NAME["gamma-poisson"], BY_NAME["normal"]
+    with pytest.raises(AssertionError):
+        check_safety(gamma, _NoMirrorPairs(0.3, 1.5, 2))
+    with pytest.raises(AssertionError):
+        check_safety(normal, _HalfRange(0.5, 2.0, 1.5, -2.0, 3.0))
+    with pytest.raises(AssertionError):
+        check_draws(gamma, _PriorRateNotConcentrated(4.0, 1.5, 2), ["concentrated"])
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        check_bad_data(gamma, _NoDomainCheck(4.0, 1.5, 2), tmp_path / "l.db")
+    # and the unbroken models pass the same checks
+    check_safety(gamma, pb.GammaPoisson(0.3, 1.5, 2))
