@@ -54,10 +54,7 @@ def test_neighbouring_data_sets_reach_exactly_the_sum_pairs():
                 if new != data[i]:
                     seen.add((s, s - data[i] + new))
         want = {
-            (s, t)
-            for s in range(n * big + 1)
-            for t in range(n * big + 1)
-            if 1 <= abs(s - t) <= big
+            (s, t) for s in range(n * big + 1) for t in range(n * big + 1) if 1 <= abs(s - t) <= big
         }
         assert seen == want
 
