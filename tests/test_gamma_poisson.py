@@ -249,3 +249,16 @@ def test_tiny_and_huge_shapes_sample_without_nan():
     # beta / m overflowing: the rate is data-independent, the release stays finite
     rel = pb.sample(GammaPoisson(1e-3, 1e300, 1), [1, 0, 1], 2.0, 1e-3, "concentrated", rng=0)
     assert np.isfinite(rel.log_value) and rel.m < 1
+
+
+@pytest.mark.parametrize("method", ["diffused", "concentrated"])
+def test_audit_at_the_worst_pair_reaches_a_fraction_of_the_certificate(method):
+    """1e5 trials at delta = 1e-3: never above the certificate; measured fractions 0.54
+    (diffused) and 0.62 (concentrated), asserted >= 0.3."""
+    from privbayes.audit import audit_model
+
+    res = audit_model(
+        GammaPoisson(1.0, 1.0, 5), 100, 2.0, 1.0, method, 10**5, delta=1e-3, confidence=0.99, rng=7
+    )
+    assert not res.violation and res.eps_lower <= res.eps_certified
+    assert res.fraction >= 0.3, res

@@ -17,6 +17,7 @@ rounding included (docs/normal.md).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -27,6 +28,7 @@ from .base import OneKnobConjugate, U, add_up, check_orders, solve_increasing
 
 _SCALE = (1e-100, 1e100)  # sigma, noise_sigma: squares neither overflow nor vanish
 _LOCATION = 1e100  # |mu|, |low|, |high|
+_CHUNK = 1 << 16  # records per chunk fed to math.fsum
 
 
 def _scale(value, name: str) -> float:
@@ -114,7 +116,10 @@ class NormalKnownVariance(OneKnobConjugate):
                     f"{float(arr[i])!r} ({bad.size} outside). Choose the range as a public "
                     "bound, or build the model with clip=True to clip explicitly"
                 )
-        return math.fsum((arr - self._centre).tolist()), int(arr.size)
+        y = arr - self._centre
+        # one correctly rounded sum, fed in chunks (no list of n Python floats in memory)
+        chunks = (y[i : i + _CHUNK].tolist() for i in range(0, y.size, _CHUNK))
+        return math.fsum(itertools.chain.from_iterable(chunks)), int(arr.size)
 
     # -- the parameters the sampler uses ------------------------------------------------
     def _constants(self, n: int, r: float, m: float):
