@@ -33,6 +33,8 @@ experiments: $(VENV)/.installed  # the paper's experiments, full settings (see e
 	$(BIN)/python experiments/beta_bernoulli.py
 	$(BIN)/python experiments/statistical_query.py
 	$(BIN)/python experiments/logistic_regression.py
+	$(BIN)/python experiments/gamma_poisson.py
+	$(BIN)/python experiments/normal_mean.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -27,7 +27,11 @@ from tqdm import tqdm  # noqa: E402
 
 import privbayes as pb  # noqa: E402
 from privbayes.accounting.curves import gaussian_rdp  # noqa: E402
-from privbayes.sampling.conjugate import sample_dirichlet_log, simplex_from_log  # noqa: E402
+from privbayes.sampling.conjugate import (  # noqa: E402
+    _log_gamma_variates,
+    sample_dirichlet_log,
+    simplex_from_log,
+)
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 REPORT_TITLE = "# privbayes: re-running the experiments of Geumlek, Song & Chaudhuri (2017)"
@@ -142,6 +146,44 @@ def beta_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndar
     s = np.asarray(s, dtype=float)
     params = np.stack([model.alpha / m + r * s, model.beta / m + r * (n - s)], axis=-1)
     return simplex_from_log(sample_dirichlet_log(params, rng))[..., 0]
+
+
+def gamma_release(
+    model: pb.GammaPoisson, n: int, lam: float, eps: float, method: str, s, rng
+) -> tuple[np.ndarray, pb.Calibration]:
+    """Draws of what ``pb.sample`` releases for Gamma-Poisson, one per sum in ``s``.
+
+    Calibrated once (public inputs), then theta ~ Gamma(alpha/m + r S, beta/m + r n) with
+    the model's own shape and rate arithmetic and log-space sampler, as ``model._draw``
+    (tests/test_experiments.py checks they agree draw for draw).
+    """
+    cal = pb.calibrate(model, n, lam, eps, method)
+    return gamma_draws(model, n, s, rng, r=cal.r, m=cal.m), cal
+
+
+def gamma_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
+    """theta ~ Gamma(alpha/m + r s, beta/m + r n), one draw per entry of ``s`` (reals ok)."""
+    shape = model.alpha / m + r * np.asarray(s, dtype=float)
+    return np.exp(_log_gamma_variates(shape, rng) - model._log_rate(n, r, m))
+
+
+def normal_release(
+    model: pb.NormalKnownVariance, n: int, lam: float, eps: float, method: str, s_c, rng
+) -> tuple[np.ndarray, pb.Calibration]:
+    """Draws of what ``pb.sample`` releases for the Normal model, one per centred sum.
+
+    ``s_c`` are the model's statistics (``model._statistics(x)[0]``: correctly rounded
+    sums of x - c); each draw is offset + (w S_c + sd Z), as ``model._draw``.
+    """
+    cal = pb.calibrate(model, n, lam, eps, method)
+    return normal_draws(model, n, s_c, rng, r=cal.r, m=cal.m), cal
+
+
+def normal_draws(model, n: int, s_c, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
+    """theta ~ N(mean(S_c), 1/tau) of prior^(1/m) likelihood^r, one per entry of ``s_c``."""
+    w, offset, sd = model._constants(n, r, m)
+    s_c = np.asarray(s_c, dtype=float)
+    return offset + (w * s_c + sd * rng.standard_normal(s_c.shape))
 
 
 def gaussian_sigma(lam: float, eps: float, sensitivity: float) -> float:

@@ -30,6 +30,8 @@ _LAZY = {
     "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
+    "GammaPoisson": (".models", "GammaPoisson"),
+    "NormalKnownVariance": (".models", "NormalKnownVariance"),
     "Calibration": (".calibration", "Calibration"),
     "calibrate": (".calibration", "calibrate"),
     "Ledger": (".accounting.ledger", "Ledger"),
@@ -41,6 +43,8 @@ _LAZY = {
     "renyi_beta": (".divergence", "renyi_beta"),
     "renyi_dirichlet": (".divergence", "renyi_dirichlet"),
     "renyi_expfam": (".divergence", "renyi_expfam"),
+    "renyi_gamma": (".divergence_families", "renyi_gamma"),
+    "renyi_normal": (".divergence_families", "renyi_normal"),
     "accounting": (".accounting", None),
     "audit": (".audit", None),
     "datasets": (".datasets", None),
@@ -54,8 +58,10 @@ __all__ = [
     "Calibration",
     "ConvergenceError",
     "DirichletCategorical",
+    "GammaPoisson",
     "InfeasiblePrivacyError",
     "Ledger",
+    "NormalKnownVariance",
     "PrivBayesError",
     "PrivateLogisticRegression",
     "PrivateSample",
@@ -70,6 +76,8 @@ __all__ = [
     "renyi_beta",
     "renyi_dirichlet",
     "renyi_expfam",
+    "renyi_gamma",
+    "renyi_normal",
     "sample",
 ]
 
@@ -95,6 +103,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
     from .accounting.ledger import Ledger
     from .calibration import Calibration, calibrate
     from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
+    from .divergence_families import renyi_gamma, renyi_normal
     from .estimators import PrivateLogisticRegression
-    from .models import BayesianLogisticRegression, BetaBernoulli, DirichletCategorical
+    from .models import (
+        BayesianLogisticRegression,
+        BetaBernoulli,
+        DirichletCategorical,
+        GammaPoisson,
+        NormalKnownVariance,
+    )
     from .release import PrivateSample, release_query, sample

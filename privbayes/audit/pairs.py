@@ -10,7 +10,6 @@ import numpy as np
 from ..accounting.accountant import OrdersWarning, RdpAccountant
 from ..calibration import Calibration, calibrate
 from ..errors import InfeasiblePrivacyError
-from ..models import BayesianLogisticRegression, DirichletCategorical
 from ..models._dirichlet import DirichletFamily
 from ..validation import as_numeric_array, check_n, resolve_rng
 from .blackbox import AuditResult, audit
@@ -40,17 +39,20 @@ def _calibration(model, n, lam, eps, method) -> Calibration:
 def worst_case_pair(model, n, lam, eps, method: str = "diffused", *, d: int = 1):
     """The worst-case neighbouring pair (D, D') of a privbayes mechanism, as data sets.
 
-    Conjugate models: the calibrator's boundary pair at ``lam`` (``Calibration.pair``), the
-    pair of count vectors where the certified sup is attained (docs/boundary.md), turned
-    into records that differ in exactly one position. BetaBernoulli: 0/1 arrays, shape (n,)
-    (also the worst pair of a statistical query, whose boundary pairs are the same).
-    DirichletCategorical: category codes, shape (n,).
+    Calibrates ``method`` for (n, lam, eps) and asks the model (its ``_worst_pair`` hook,
+    docs/models.md) for two data sets of size n, differing in one record, where the
+    certified sup is attained:
 
-    BayesianLogisticRegression: no calibrator pair exists (the bound is analytic). We use
-    n - 1 records x = 0 (they add no curvature, so the posterior is as wide as the prior
-    allows) and one record x = c e_1 whose label is +1 in D and -1 in D': the log-density
-    changes by the linear function c w_1, the largest change one record can make. Returns
-    ((X, y), (X, y')) with X of shape (n, d).
+    * BetaBernoulli: 0/1 arrays, shape (n,), from the calibrator's boundary pair of count
+      vectors (docs/boundary.md; also the worst pair of a statistical query);
+      DirichletCategorical: category codes, shape (n,).
+    * GammaPoisson: count arrays, shape (n,), one record at 0 vs max_count, the others all
+      0 or all max_count (docs/gamma_poisson.md).
+    * NormalKnownVariance: n records at ``low``, record 0 at ``high`` vs ``low``
+      (docs/normal.md: every such pair attains the sup).
+    * BayesianLogisticRegression: no calibrator pair exists (the bound is analytic): n - 1
+      records x = 0 and one x = c e_1 labelled +1 in D and -1 in D'; returns
+      ((X, y), (X, y')) with X of shape (n, d).
 
     The pair is a fact about the mechanism (public inputs only), never about any data set.
     Raises ValueError / TypeError for bad arguments (n >= 1 needed), InfeasiblePrivacyError
@@ -60,27 +62,10 @@ def worst_case_pair(model, n, lam, eps, method: str = "diffused", *, d: int = 1)
     if n < 1:
         raise ValueError("n must be >= 1: with no records there is no neighbouring pair")
     cal = _calibration(model, n, lam, eps, method)
-    if isinstance(model, BayesianLogisticRegression):
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
-            raise ValueError(f"d must be an integer >= 1; got {d!r}")
-        x = np.zeros((n, int(d)))
-        x[0, 0] = model.c
-        y = np.ones(n)
-        y1 = y.copy()
-        y1[0] = -1.0
-        return (x, y), (x.copy(), y1)
-    if not isinstance(model, DirichletFamily):
+    hook = getattr(model, "_worst_pair", None)
+    if hook is None:
         raise TypeError(f"no worst-case pair is known for {type(model).__name__}")
-    pair = cal.pair
-    counts = np.asarray(pair["counts"])
-    i, j = pair["moved"]
-    codes = np.repeat(np.arange(counts.size), counts)
-    neighbour = codes.copy()
-    neighbour[int(np.flatnonzero(codes == i)[0])] = j
-    if isinstance(model, DirichletCategorical):
-        return codes.astype(float), neighbour.astype(float)
-    # BetaBernoulli: category 0 counts the ones
-    return (codes == 0).astype(float), (neighbour == 0).astype(float)
+    return hook(n, cal, d=d)
 
 
 class CalibratedMechanism:
@@ -92,8 +77,9 @@ class CalibratedMechanism:
 
     Outputs (a bijection of the release, which changes no divergence): BetaBernoulli and
     queries: log theta, shape () or (size,) (exact where theta underflows);
-    DirichletCategorical: log p, shape (K,) or (size, K); BayesianLogisticRegression: w,
-    shape (d,) or (size, d).
+    DirichletCategorical: log p, shape (K,) or (size, K); GammaPoisson: log theta, shape ()
+    or (size,); NormalKnownVariance: theta, shape () or (size,); BayesianLogisticRegression:
+    w, shape (d,) or (size, d).
 
     ``query=True`` (BetaBernoulli only) releases a statistical query: data are values in
     [0, 1] and the statistic is their sum, as in :func:`privbayes.release_query`.

@@ -1,7 +1,20 @@
-"""Models: one module each, holding its prior, update, boundary pairs and RDP bound."""
+"""Models: one module each, holding its prior, update, boundary pairs and RDP bound.
 
+Every model implements the hooks of :class:`privbayes.models.base.Model` (docs/models.md).
+"""
+
+from .base import Model
 from .beta_bernoulli import BetaBernoulli
 from .dirichlet_categorical import DirichletCategorical
+from .gamma_poisson import GammaPoisson
 from .logistic import BayesianLogisticRegression
+from .normal import NormalKnownVariance
 
-__all__ = ["BayesianLogisticRegression", "BetaBernoulli", "DirichletCategorical"]
+__all__ = [
+    "BayesianLogisticRegression",
+    "BetaBernoulli",
+    "DirichletCategorical",
+    "GammaPoisson",
+    "Model",
+    "NormalKnownVariance",
+]

@@ -239,6 +239,16 @@ class DirichletFamily(Frozen):
             return math.inf, worst  # never certify from a NaN
         return sup, worst
 
+    def _worst_pair(self, n: int, cal: Calibration, *, d: int = 1):
+        """(data, neighbour) of shape (n,) at the calibrator's boundary pair: the count
+        vectors of ``cal.pair`` as records (``_records``), differing in one position."""
+        counts = np.asarray(cal.pair["counts"])
+        i, j = cal.pair["moved"]
+        codes = np.repeat(np.arange(counts.size), counts)
+        neighbour = codes.copy()
+        neighbour[int(np.flatnonzero(codes == i)[0])] = j
+        return self._records(codes), self._records(neighbour)
+
     # -- release ------------------------------------------------------------------
     def _draw(self, counts: np.ndarray, cal: Calibration, rng, size: int | None = None, **_opt):
         """(value, log value, None) from Dir(alpha/m + r*counts); exact, no diagnostics.

@@ -47,6 +47,10 @@ class BetaBernoulli(DirichletFamily):
         k = float(arr.sum())
         return np.array([k, arr.size - k]), int(arr.size)
 
+    def _records(self, codes: np.ndarray) -> np.ndarray:
+        """0/1 records from category codes (category 0 counts the ones)."""
+        return (codes == 0).astype(float)
+
     def _value(self, log_p: np.ndarray):
         if log_p.ndim == 1:
             return float(simplex_from_log(log_p)[0]), float(log_p[0])

@@ -58,6 +58,10 @@ class DirichletCategorical(DirichletFamily):
             return arr.sum(axis=0), int(arr.shape[0])
         raise ValueError(f"data must be codes (n,) or one-hot rows (n, K); got shape {arr.shape}")
 
+    def _records(self, codes: np.ndarray) -> np.ndarray:
+        """Category codes as records (floats, as data arrive)."""
+        return codes.astype(float)
+
     def _value(self, log_p: np.ndarray):
         p = simplex_from_log(log_p)
         p.setflags(write=False)

@@ -337,6 +337,23 @@ class BayesianLogisticRegression(Frozen):
         )
         return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals, self)
 
+    def _worst_pair(self, n: int, cal: Calibration, *, d: int = 1):
+        """((X, y), (X, y')): n - 1 records x = 0 and one x = c e_1 labelled +1 vs -1.
+
+        No calibrator pair exists (the bound is analytic). Records x = 0 add no curvature,
+        so the posterior is as wide as the prior allows, and flipping the label of
+        x = c e_1 changes the log-density by the linear function c w_1, the largest change
+        one record can make. X has shape (n, d).
+        """
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+            raise ValueError(f"d must be an integer >= 1; got {d!r}")
+        x = np.zeros((n, int(d)))
+        x[0, 0] = self.c
+        y = np.ones(n)
+        y1 = y.copy()
+        y1[0] = -1.0
+        return (x, y), (x.copy(), y1)
+
     # -- release ------------------------------------------------------------------
     def _draw(
         self, xy, cal: Calibration, rng, size=None, *, progressbar=False, on_bad_diagnostics="raise"
