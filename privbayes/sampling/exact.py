@@ -123,7 +123,8 @@ class ExactPlan:
     acceptance_lower_bound : a_min, a lower bound on each proposal's acceptance
         probability (times, for OPS, the public lower bound on the ball's mass).
     expected_proposals_per_draw : 1 / a_min.
-    log_envelope : log(W / Z_low) = -log a_min before the OPS factor.
+    log_envelope : log(W / Z_low): a_min = e^(-2 e) (e^-log_envelope - q(tail)) times, for
+        OPS, the ball factor (docs/exact.md, Theorem 3).
     log_density_error : bound on the rounding error of a computed log-density ratio for
         proposals inside the envelope's grid (see docs/exact.md, "Floating point").
     """
@@ -281,7 +282,14 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPla
     trace = (1.0 + eta) * min(d * kappa, lam_bound / p_low) * (1.0 + 4.0 * U)
     log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace)
     log_env = env.log_total - log_z
-    log_a = -log_env
+    # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low / W - q(tail)), the
+    # rounding allowance e(u) <= e_pub holding on the grid (docs/exact.md, Theorem 3)
+    v_max = env.rho_max * math.sqrt((1.0 + eta) / p_low)
+    e_pub = float(_log_density_error(n, d, r, p, c_env, w_max, v_max, env.rho_max))
+    e_pub += env.log_density_error
+    tail_share = float(env.weights[-1]) / float(env.weights.sum()) * (1.0 + 4.0 * U)
+    core = math.exp(-log_env) * (1.0 - 8.0 * U) - tail_share
+    log_a = (math.log(core) if core > 0 else -math.inf) - 2.0 * e_pub
     log_ball = None
     if radius is not None:
         # the kept set is {||w|| computed (1 + 4 d U) <= R}: a ball of radius >= R (1 - 8dU)
@@ -308,18 +316,12 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPla
             max_proposals=max_proposals,
             expected=expected,
         )
-    e_pub = (
-        _log_density_error(
-            n, d, r, p, c_env, w_max, env.rho_max * math.sqrt((1.0 + eta) / p_low), env.rho_max
-        )
-        + env.log_density_error
-    )
     return ExactPlan(
         n=n, d=d, r=r, p=p_low, c_env=c_env, kappa=kappa, tau=tau, eta=eta, delta_h=delta_h,
         w_max=w_max, lf2_max=lf2_max, size=size, delta_f=delta_f, proposals=proposals,
         passes=math.ceil(proposals / BATCH), acceptance_lower_bound=a_min,
         log_envelope=log_env, log_ball_mass=log_ball, radius=radius,
-        log_density_error=float(e_pub), max_proposals=max_proposals, envelope=env,
+        log_density_error=e_pub, max_proposals=max_proposals, envelope=env,
     )  # fmt: skip
 
 
@@ -413,7 +415,7 @@ def exact_feasibility(
 def _delta_h(n, d, r, c_env, w_norm, lf2, p) -> float:
     """Bound on ||H - L L^T||_2: Hessian sums and Cholesky (docs/exact.md, Lemma 5)."""
     nb = math.ceil(n / FIT_ROWS)
-    per_record = PHI3_MAX * gamma(d) * c_env * w_norm + 3.0 * U
+    per_record = PHI3_MAX * gamma(d) * c_env * w_norm + 8.0 * U
     summation = (gamma(FIT_ROWS) + gamma(nb + 1)) / 4.0 * (1.0 + 4.0 * U)
     hess = r * n * c_env * c_env * (per_record + summation)
     return (hess + gamma(d + 1) * lf2 + 4.0 * U * p) * 1.01
@@ -422,7 +424,7 @@ def _delta_h(n, d, r, c_env, w_norm, lf2, p) -> float:
 def _grad_error(n, d, r, c_env, w_norm, g_norm, p) -> float:
     """Bound on ||grad f(w) - g_computed||_2 for the blocked gradient (Lemma 5)."""
     nb = math.ceil(n / FIT_ROWS)
-    per_record = gamma(d) * c_env * w_norm / 4.0 + 5.0 * U + gamma(FIT_ROWS) + gamma(nb + 1)
+    per_record = gamma(d) * c_env * w_norm / 4.0 + 9.0 * U + gamma(FIT_ROWS) + gamma(nb + 1)
     return (r * n * c_env * per_record + 4.0 * U * (g_norm + p * w_norm)) * 1.01
 
 
@@ -430,8 +432,9 @@ def _log_density_error(n, d, r, p, c_env, w_norm, v_norm, rho):
     """Bound on |computed - true| log pi(w_hat + v) - log pi(w_hat) (docs/exact.md, Lemma 7).
 
     Vectorised over v_norm and rho. Per record: the margins' dot products (gamma_d), the
-    sum z0 + a, two softplus evaluations (5 U relative each, softplus(z) <= log 2 + |z|)
-    and their difference; then the block and cross-block sums; then the prior term.
+    sum z0 + a, two softplus evaluations (10 U relative each, exp and log1p being within
+    4 ulp; softplus(z) <= log 2 + |z|) and their difference; then the block and
+    cross-block sums; then the prior term.
     """
     v_norm = np.asarray(v_norm, dtype=float)
     rho = np.asarray(rho, dtype=float)
@@ -443,7 +446,7 @@ def _log_density_error(n, d, r, p, c_env, w_norm, v_norm, rho):
         da
         + U * (z0 + amax + da)
         + d0 * amax / 4.0
-        + 5.0 * U * (2.0 * math.log(2.0) + 2.0 * z0 + amax + da)
+        + 10.0 * U * (2.0 * math.log(2.0) + 2.0 * z0 + amax + da)
         + U * (amax + da)
     )
     nb = math.ceil(n / max(256, _CELLS // BATCH))  # most blocks loglik_diff can use
@@ -656,7 +659,7 @@ def _fit(prob: _Problem, plan: ExactPlan) -> _Fit:
             "Hessian): nothing was released"
         )
     delta_h = _delta_h(prob.n, d, r, plan.c_env, w_norm, lf2, p)
-    inv_sqrt = math.sqrt((1.0 + plan.eta) / p) * (1.0 + 4.0 * U)  # >= ||L^-1||_2
+    inv_sqrt = math.sqrt((1.0 + plan.eta) / plan.p) * (1.0 + 4.0 * U)  # >= ||L^-1||_2
     x_hat = linalg.solve_triangular(chol, g, lower=True)
     g_err = _grad_error(prob.n, d, r, plan.c_env, w_norm, float(np.linalg.norm(g)), p)
     tau = (
@@ -716,7 +719,7 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
         log_alpha = ell - err + lr - (log_q - _shift)
         worst = max(worst, float(log_alpha.max()))
         err_max = max(err_max, float(err.max()))
-        if worst > 0.0 or not np.isfinite(log_alpha).all():
+        if worst > 0.0 or np.isnan(log_alpha).any():  # -inf (rho = 0) is a rejection
             raise EnvelopeViolationError(
                 f"a proposal's computed log pi/q exceeds the proven envelope by {worst:.3g} "
                 "(after its rounding-error allowance): this is a bug in privbayes; nothing "
