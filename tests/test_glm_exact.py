@@ -429,3 +429,21 @@ def test_size_k_shares_one_budget_and_composes():
         )[0]
     )
     assert rel.eps == 8 * rel.calibration.eps <= 8.0
+
+
+def test_memory_stays_linear_in_the_data():
+    # X y (n d), margins and softplus at w_hat (2 n), one block of margins per pass
+    import tracemalloc
+
+    n, d = 60_000, 20
+    x, y = _toy(n=n, d=d, scale=0.3)
+    model = BayesianLogisticRegression(beta=0.01, backend="exact")
+    data = model._statistics((x, y))[0]
+    cal = pb.calibrate(model, n, 2.0, 1.0)
+    X.exact_plan(n, d, 0.01, 1.0, cal.r, cal.m)  # the public plan is cached, not data
+    tracemalloc.start()
+    model._draw(data, cal, np.random.default_rng(0))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    block_bytes = 2 * X._CELLS * 8
+    assert peak < 2 * n * d * 8 + block_bytes + 16 * n * 8, peak

@@ -142,6 +142,8 @@ class RadialEnvelope:
         is exp(tail_log_density - tail_slope (rho - rho_K)), again above the bound.
     log_total : log W, W = S_(d-1) C: the proposal mass in u-space. The acceptance
         probability of one proposal is Z / W, Z = integral of the target in u-space.
+    log_tail_bound : log of an upper bound on the bound's own mass beyond rho_K (u-space),
+        hence on the target's mass there.
     log_density_error : bound on the rounding error of the stored log densities.
     """
 
@@ -158,6 +160,7 @@ class RadialEnvelope:
     tail_slope: float
     log_total: float
     log_density_error: float
+    log_tail_bound: float
 
     @property
     def rho_max(self) -> float:
@@ -310,21 +313,11 @@ def build_envelope(
     log_total += 8.0 * U * (abs(log_total) + 64.0)
     for arr in (edges, weights, log_density):
         arr.setflags(write=False)
+    log_tail = log_sphere_area(d) + tail_h - math.log(tail_s) + 1e-12
     return RadialEnvelope(
-        d,
-        p,
-        kappa,
-        c,
-        tau,
-        eta,
-        edges,
-        weights,
-        log_density,
-        tail_log_density,
-        tail_s,
-        log_total,
-        err,
-    )
+        d, p, kappa, c, tau, eta, edges, weights, log_density, tail_log_density, tail_s,
+        log_total, err, log_tail,
+    )  # fmt: skip
 
 
 # -- lower bound on the target's mass --------------------------------------------------------

@@ -123,7 +123,7 @@ class ExactPlan:
     acceptance_lower_bound : a_min, a lower bound on each proposal's acceptance
         probability (times, for OPS, the public lower bound on the ball's mass).
     expected_proposals_per_draw : 1 / a_min.
-    log_envelope : log(W / Z_low): a_min = e^(-2 e) (e^-log_envelope - q(tail)) times, for
+    log_envelope : log(W / Z_low): a_min = e^(-2 e) (e^-log_envelope - Z(tail) / W) times, for
         OPS, the ball factor (docs/exact.md, Theorem 3).
     log_density_error : bound on the rounding error of a computed log-density ratio for
         proposals inside the envelope's grid (see docs/exact.md, "Floating point").
@@ -282,12 +282,12 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPla
     trace = (1.0 + eta) * min(d * kappa, lam_bound / p_low) * (1.0 + 4.0 * U)
     log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace)
     log_env = env.log_total - log_z
-    # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low / W - q(tail)), the
+    # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low - Z(tail)) / W, the
     # rounding allowance e(u) <= e_pub holding on the grid (docs/exact.md, Theorem 3)
     v_max = env.rho_max * math.sqrt((1.0 + eta) / p_low)
     e_pub = float(_log_density_error(n, d, r, p, c_env, w_max, v_max, env.rho_max))
     e_pub += env.log_density_error
-    tail_share = float(env.weights[-1]) / float(env.weights.sum()) * (1.0 + 4.0 * U)
+    tail_share = math.exp(env.log_tail_bound - env.log_total)  # >= Z(tail) / W
     core = math.exp(-log_env) * (1.0 - 8.0 * U) - tail_share
     log_a = (math.log(core) if core > 0 else -math.inf) - 2.0 * e_pub
     log_ball = None
