@@ -1,4 +1,5 @@
-"""Certified logistic-regression releases per second: IMH (default) against PyMC's NUTS.
+"""Certified logistic-regression releases per second: IMH (default) against PyMC's NUTS, and
+the exact rejection back-end (``--exact``) against IMH.
 
 Adult-sized synthetic problem (n = 45,000, d = 100) and an MNIST-sized one
 (n = 12,000, d = 784, sparse non-negative "pixel" rows), both with rows on ||x|| <= 1.
@@ -14,11 +15,27 @@ double the draws). Its settings are printed; a NUTS run that does not reach R-ha
 is counted at its time, so the ratio is then a lower bound on the speed-up.
 
     .venv/bin/python benchmarks/glm.py [--skip-pymc] [--skip-mnist] [--k 64]
+
+``--exact`` instead measures the exact back-end (docs/exact.md), in the same process as IMH:
+
+* the public log envelope log(W / Z_low) (expected proposals per exact draw <= its exp) per
+  data set shape, against the bound the same proof gives today's IMH proposal (0.9 N + 0.1
+  t5) and the figures of a first prototype that used that mixture proposal;
+* n = 10^6, d = 20 (synthetic, beta = 1e-3): time to a first certified release, split into
+  the public plan (envelope), the Newton fit and the proposals, against IMH;
+* Abalone, Adult and MNIST 3-vs-8 with the experiments' features (``privbayes.datasets``;
+  set $PRIVBAYES_DATA or --data-dir), lam = 2, eps in {0.1, 1}: time to a first release,
+  releases per second with size=64, proposals per exact draw (public bound and observed),
+  peak RSS and mean test accuracy over the 64 releases against IMH's. Infeasible settings
+  print the number of proposals they would need and the time that would take.
+
+    .venv/bin/python benchmarks/glm.py --exact [--blas-threads 1] [--data-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 
@@ -92,6 +109,160 @@ def run_pymc(X, y, tune: int, draws: int, chains: int) -> dict:
     return {"first": t_compile + t_run, "rate": 1 / t_run, "ok": dg["rhat_max"] <= 1.01}
 
 
+# -- the exact back-end ------------------------------------------------------------------------
+# log sup (proposals per draw ~ e^value) measured on a first prototype with the 0.9 N + 0.1 t5
+# proposal (data-dependent eigenvalues); None where it was not measured
+PROTOTYPE = {
+    "Abalone b=1e-3": 2.5,
+    "Adult b=1e-3": 15.2,
+    "Adult b=1e-2": 5.2,
+    "Adult b=1e-3 m=0.1": 5.2,
+    "MNIST b=1e-3": 53.5,
+    "MNIST b=1e-2": 20.0,
+    "synthetic n=3e5 d=20": 0.48,
+    "synthetic n=1e6 d=20": 0.26,
+    "synthetic n=1e6 d=100": 2.9,
+}
+SHAPES = [  # name, n, d, beta, m (direct/diffused at r = 1: the largest envelope)
+    ("Abalone b=1e-3", 2924, 11, 1e-3, 1.0),
+    ("Adult b=1e-3", 30162, 105, 1e-3, 1.0),
+    ("Adult b=1e-2", 30162, 105, 1e-2, 1.0),
+    ("Adult b=1e-3 m=0.1", 30162, 105, 1e-3, 0.1),
+    ("MNIST b=1e-3", 11982, 197, 1e-3, 1.0),
+    ("MNIST b=1e-2", 11982, 197, 1e-2, 1.0),
+    ("synthetic n=3e5 d=20", 300_000, 20, 1e-3, 1.0),
+    ("synthetic n=1e6 d=20", 10**6, 20, 1e-3, 1.0),
+    ("synthetic n=1e6 d=100", 10**6, 100, 1e-3, 1.0),
+]
+
+
+def envelope_table() -> None:
+    from privbayes.sampling import envelope, exact
+
+    print("Public log envelope log(W / Z_low) per shape (r = 1, c = 1): expected proposals per")
+    print("exact draw <= e^value for EVERY data set of that shape; N = proposals per release at")
+    print("delta_f = 1e-12 (size=1). 'IMH mixture' is the same proof's bound for 0.9 N + 0.1 t5.")
+    print(f"  {'shape':24s} {'matched':>8s} {'IMH mixture':>12s} {'prototype':>10s} {'N':>14s}")
+    for name, n, d, beta, m in SHAPES:
+        plan = exact.exact_plan(n, d, beta, 1.0, 1.0, m, max_proposals=10**300)
+        log_z = plan.envelope.log_total - plan.log_envelope
+        mix = envelope.mixture_log_sup(plan.envelope) - log_z
+        proto = PROTOTYPE.get(name)
+        print(
+            f"  {name:24s} {plan.log_envelope:8.2f} {mix:12.2f} "
+            f"{'' if proto is None else f'{proto:.2f}':>10s} {plan.proposals:14.3g}"
+        )
+
+
+def _phase_times(model, X, y, rng_seed) -> tuple[float, dict]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    rel = pb.sample(model, (X, y), 2.0, 1.0, rng=rng_seed)
+    dg = dict(rel.diagnostics)
+    dg["cpu"] = time.process_time() - c0  # all threads: comparable across machine loads
+    return time.perf_counter() - t0, dg
+
+
+def exact_large(n: int, d: int, rng) -> None:
+    from privbayes.sampling import exact
+
+    X, y = adult_like(n, d, rng)
+    print(f"Synthetic n={n:,} d={d}, beta=1e-3, lam=2, eps=1 (rows on ||x|| <= 1):")
+    model = pb.BayesianLogisticRegression(beta=1e-3, c=1.0, backend="exact")
+    exact._plan.cache_clear()
+    t_all, dg = _phase_times(model, X, y, 1)
+    pub = dg["public"]
+    t_plan = t_all - dg["seconds_fit"] - dg["seconds_proposals"]
+    print(
+        f"  exact: first release {t_all:6.2f} s = plan/validation {t_plan:.2f} s + Newton fit "
+        f"({exact.WARM_ITERATIONS} + {exact.FIT_ITERATIONS} steps) {dg['seconds_fit']:.2f} s + "
+        f"{pub['proposals']} proposals in {pub['passes']} pass(es) "
+        f"{dg['seconds_proposals']:.2f} s; accepted {dg['accepted']}/{pub['proposals']} "
+        f"(public a_min {pub['acceptance_lower_bound']:.3f}); CPU {dg['cpu']:.2f} s"
+    )
+    t_again, dg2 = _phase_times(model, X, y, 2)
+    print(f"  exact: a second release (plan cached) {t_again:6.2f} s (CPU {dg2['cpu']:.2f} s)")
+    imh = pb.BayesianLogisticRegression(beta=1e-3, c=1.0)
+    t_imh, dgi = _phase_times(imh, X, y, 1)
+    print(
+        f"  imh  : first release {t_imh:6.2f} s (CPU {dgi['cpu']:.1f} s; tune {dgi['tune']}, "
+        f"chains {dgi['chains']}); "
+        f"ratio imh/exact {t_imh / t_all:.1f}x; peak RSS so far {peak_mb():.0f} MB"
+    )
+
+
+def _real_sets(data_dir) -> list:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
+    import logistic_regression as lr
+
+    args = lr.parse_args([] if data_dir is None else ["--data-dir", data_dir])
+    out = []
+    for name in ("abalone", "adult", "mnist"):
+        xtr, ytr, xte, yte = lr.split(name, args, np.random.default_rng(0))
+        out.append((name, xtr, ytr, xte, yte))
+    return out
+
+
+def _accuracy(values, x, y) -> float:
+    w = np.atleast_2d(np.asarray(values))
+    return float(np.mean((x @ w.T > 0) == (y[:, None] > 0.5)))
+
+
+def exact_real(data_dir, k: int, betas) -> None:
+    from privbayes.sampling import exact
+
+    for name, xtr, ytr, xte, yte in _real_sets(data_dir):
+        n, d = xtr.shape
+        for beta in betas:
+            for eps in (0.1, 1.0):
+                model = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="exact")
+                cal = pb.calibrate(model, n, 2.0, eps)
+                head = f"{name} n={n} d={d} beta={beta:g} eps={eps:g} (r={cal.r:.3g}):"
+                try:
+                    t_one, e_one = exact.exact_feasibility(n, d, beta, 1.0, cal.r, cal.m)
+                    exact.exact_feasibility(n, d, beta, 1.0, cal.r, cal.m, size=k)
+                except exact.ExactInfeasibleError as err:
+                    need = exact.exact_plan(
+                        n, d, beta, 1.0, cal.r, cal.m, max_proposals=10**300
+                    ).proposals
+                    prob = exact._Problem(xtr, np.where(ytr > 0.5, 1.0, -1.0), cal.r, n * beta)
+                    vt = np.random.default_rng(0).normal(size=(d, exact.BATCH)) * 1e-3
+                    z0 = np.zeros(n)
+                    t0 = time.perf_counter()
+                    prob.loglik_diff(z0, np.full(n, np.log(2.0)), vt)
+                    per = (time.perf_counter() - t0) / exact.BATCH
+                    print(
+                        f"  {head} INFEASIBLE: {need:.3g} proposals per release (about "
+                        f"{err.expected_proposals_per_draw:.3g} per exact draw, x "
+                        f"log(1/delta_f)); at {per * 1e3:.3f} ms per proposal that is "
+                        f"{need * per:.3g} s per release"
+                    )
+                    continue
+                t0 = time.perf_counter()
+                first = pb.sample(model, (xtr, ytr), 2.0, eps, rng=1)
+                t_first = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                many = pb.sample(model, (xtr, ytr), 2.0, eps * k, size=k, rng=2)
+                t_many = time.perf_counter() - t0
+                dg = many.diagnostics
+                observed = dg["public"]["proposals"] / max(dg["accepted"], 1)
+                acc = _accuracy(many.value, xte, yte)
+                imh = pb.BayesianLogisticRegression(beta=beta, c=1.0)
+                t0 = time.perf_counter()
+                ref = pb.sample(imh, (xtr, ytr), 2.0, eps * k, size=k, rng=3)
+                t_imh = time.perf_counter() - t0
+                print(
+                    f"  {head} first release {t_first:.2f} s (N={t_one}, "
+                    f"fit {first.diagnostics['seconds_fit']:.2f} s); {k} releases in "
+                    f"{t_many:.2f} s = {k / t_many:.1f}/s (N={dg['public']['proposals']}); "
+                    f"proposals per draw: public <= {e_one:.2f}, observed {observed:.2f}; "
+                    f"accuracy {acc:.4f} (imh {_accuracy(ref.value, xte, yte):.4f}, "
+                    f"{k / t_imh:.1f}/s); peak RSS so far {peak_mb():.0f} MB"
+                )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--k", type=int, default=64, help="releases per IMH call")
@@ -100,7 +271,25 @@ def main() -> None:
     p.add_argument("--nuts-tune", type=int, default=500)
     p.add_argument("--nuts-draws", type=int, default=500)
     p.add_argument("--nuts-chains", type=int, default=2)
+    p.add_argument("--exact", action="store_true", help="measure the exact back-end instead")
+    p.add_argument("--data-dir", default=None, help="raw data for --exact's real data sets")
+    p.add_argument("--skip-real", action="store_true", help="--exact: synthetic only")
+    p.add_argument("--betas", default="1e-3", help="--exact: prior precisions, comma-separated")
+    p.add_argument("--blas-threads", type=int, default=0, help="limit BLAS threads (0: as is)")
     args = p.parse_args()
+    if args.blas_threads:
+        from threadpoolctl import threadpool_limits
+
+        import privbayes.sampling.exact  # noqa: F401  (loads scipy's BLAS: limit it too)
+
+        threadpool_limits(args.blas_threads, user_api="blas")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.exact:
+        envelope_table()
+        exact_large(10**6, 20, np.random.default_rng(0))
+        if not args.skip_real:
+            exact_real(args.data_dir, args.k, [float(b) for b in args.betas.split(",")])
+        return
     rng = np.random.default_rng(0)
     problems = [("Adult-sized", *adult_like(45_000, 100, rng))]
     if not args.skip_mnist:

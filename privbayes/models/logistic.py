@@ -33,6 +33,7 @@ GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 BACKEND_DEFAULTS = {
     "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
+    "exact": {"tune": 0, "draws": 1, "chains": 1},  # no chains: rejection (docs/exact.md)
 }
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
@@ -77,7 +78,9 @@ class BayesianLogisticRegression(Frozen):
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
         contains the MAP estimate of every data set: docs/glm.md).
     backend : "imh" (default): mode-fitted independence Metropolis–Hastings over many chains
-        (privbayes.sampling.imh), or "pymc": PyMC's NUTS, the reference.
+        (privbayes.sampling.imh), "pymc": PyMC's NUTS, the reference, or "exact": a
+        rejection sampler whose every release is an exact posterior draw, with a public,
+        fixed number of proposals (privbayes.sampling.exact, docs/exact.md).
     tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 20 burn-in
         steps — raised to twice the estimate from the weight bound —, 4 chains and
         max(100, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
@@ -94,6 +97,9 @@ class BayesianLogisticRegression(Frozen):
     target_accept : NUTS target acceptance rate (pymc).
     proposal_scale : imh only: the proposal's spread relative to the Laplace fit (default
         1). Far below 1 the proposal misses the posterior, and the diagnostics say so.
+    delta_f, max_proposals : exact only: the failure probability (nothing is released with
+        probability <= delta_f; default 1e-12) and the cap on proposals per call (default
+        10^6; above it the back-end refuses the release from public inputs).
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
     of norm <= ``feature_bound`` (c, or sqrt(c^2 - s^2) with an intercept; refused
@@ -121,6 +127,8 @@ class BayesianLogisticRegression(Frozen):
         proposal_scale: float = 1.0,
         fit_intercept: bool = False,
         intercept_scaling: float | None = None,
+        delta_f: float | None = None,
+        max_proposals: int | None = None,
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
@@ -169,6 +177,16 @@ class BayesianLogisticRegression(Frozen):
         )
         s = self.intercept_scaling
         self.feature_bound = self.c if s is None else math.sqrt(self.c**2 - s**2)
+        if delta_f is not None and not 1e-300 <= check_positive(delta_f, "delta_f") <= 0.5:
+            raise ValueError(f"delta_f must lie in [1e-300, 0.5]; got {delta_f!r}")
+        self.delta_f = None if delta_f is None else float(delta_f)
+        if max_proposals is not None and (
+            isinstance(max_proposals, bool)
+            or not isinstance(max_proposals, int | np.integer)
+            or max_proposals < 1
+        ):
+            raise ValueError(f"max_proposals must be an integer >= 1; got {max_proposals!r}")
+        self.max_proposals = None if max_proposals is None else int(max_proposals)
         self._freeze()
 
     def __repr__(self) -> str:
@@ -361,6 +379,8 @@ class BayesianLogisticRegression(Frozen):
         """(value (d,) or (size, d), None, diagnostics): post-convergence MCMC draws."""
         if self.backend == "imh":
             from ..sampling.imh import release_draw
+        elif self.backend == "exact":
+            from ..sampling.exact import release_draw
         else:
             from ..sampling.pymc_backend import release_draw
 
