@@ -33,6 +33,9 @@ GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 BACKEND_DEFAULTS = {
     "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
+    # noisy gradient descent: no MCMC settings (one chain per release, K from a public rule;
+    # privbayes.sampling.langevin); these only pass the checks below
+    "langevin": {"tune": 0, "draws": 1, "chains": 1},
 }
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
 
@@ -55,7 +58,9 @@ class BayesianLogisticRegression(Frozen):
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
         contains the MAP estimate of every data set: docs/glm.md).
     backend : "imh" (default): mode-fitted independence Metropolis–Hastings over many chains
-        (privbayes.sampling.imh), or "pymc": PyMC's NUTS, the reference.
+        (privbayes.sampling.imh), "pymc": PyMC's NUTS, the reference, or "langevin": noisy
+        gradient descent whose certificate covers its own K-step output law, not the
+        posterior (privbayes.sampling.langevin, docs/langevin.md; no method="ops").
     tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 20 burn-in
         steps — raised to twice the estimate from the weight bound —, 4 chains and
         max(100, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
@@ -65,6 +70,8 @@ class BayesianLogisticRegression(Frozen):
     target_accept : NUTS target acceptance rate (pymc).
     proposal_scale : imh only: the proposal's spread relative to the Laplace fit (default
         1). Far below 1 the proposal misses the posterior, and the diagnostics say so.
+    step_scale : langevin only: h in (0, 1], step eta = h * 2 / (mu + L) (default 1/2).
+    max_steps : langevin only: cap on the number of steps K (default 10,000).
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
     of norm <= c (refused otherwise; see :mod:`privbayes.preprocessing`), y of shape (n,)
@@ -87,6 +94,8 @@ class BayesianLogisticRegression(Frozen):
         target_accept: float = 0.9,
         reruns: int = 2,
         proposal_scale: float = 1.0,
+        step_scale: float = 0.5,
+        max_steps: int = 10_000,
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
@@ -117,6 +126,13 @@ class BayesianLogisticRegression(Frozen):
         self.proposal_scale = check_positive(proposal_scale, "proposal_scale")
         if not 1e-6 <= self.proposal_scale <= 1e3:
             raise ValueError(f"proposal_scale must lie in [1e-6, 1e3]; got {proposal_scale!r}")
+        self.step_scale = check_positive(step_scale, "step_scale")
+        if not 1e-6 <= self.step_scale <= 1.0:  # h <= 1: the contraction condition
+            raise ValueError(f"step_scale must lie in [1e-6, 1]; got {step_scale!r}")
+        bad = isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer)
+        if bad or not 1 <= max_steps <= 10**7:
+            raise ValueError(f"max_steps must be an integer in [1, 10**7]; got {max_steps!r}")
+        self.max_steps = int(max_steps)
         self._freeze()
 
     def __repr__(self) -> str:
@@ -159,11 +175,21 @@ class BayesianLogisticRegression(Frozen):
         return (x, y), int(x.shape[0])
 
     # -- certificates ---------------------------------------------------------------
-    def rdp(self, n, orders, r: float = 1.0, m: float = 1.0, method: str = "diffused"):
+    def rdp(
+        self,
+        n,
+        orders,
+        r: float = 1.0,
+        m: float = 1.0,
+        method: str = "diffused",
+        sampler: dict | None = None,
+    ):
         """Certified RDP curve for data sets of size n; array shaped like ``orders``.
 
         ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R. The bound on
-        the feature norm includes the validation slack, c (1 + 1e-12).
+        the feature norm includes the validation slack, c (1 + 1e-12). backend="langevin":
+        the certificate of the K-step algorithm with the public ``sampler`` parameters
+        (``Calibration.sampler``; None recomputes them), docs/langevin.md.
         """
         n = check_n(n)
         r = check_unit_knob(r, "r")
@@ -173,6 +199,10 @@ class BayesianLogisticRegression(Frozen):
             raise ValueError(f"orders must be >= 1 (1 = KL) or inf; got {orders!r}")
         if n == 0:
             return np.zeros(lam.shape)
+        if self.backend == "langevin":
+            from ..sampling import langevin
+
+            return langevin.model_rdp(self, n, lam, r, m, method, sampler)
         if method == "ops":
             return pure_dp_rdp(lam, self._ops_eps0(r))
         with np.errstate(invalid="ignore", over="ignore"):
@@ -190,6 +220,10 @@ class BayesianLogisticRegression(Frozen):
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
         method = mechanisms.check_method(method, GLM_METHODS)
+        if self.backend == "langevin":  # its own certificate: the K-step algorithm's law
+            from ..sampling import langevin
+
+            return langevin.calibrate(self, n, lam, eps, method)
         if n == 0:
             return Calibration(method, 1.0, 1.0, lam, 0.0, eps, 0, None, 0, self)
         if eps == 0:
@@ -273,6 +307,8 @@ class BayesianLogisticRegression(Frozen):
         """(value (d,) or (size, d), None, diagnostics): post-convergence MCMC draws."""
         if self.backend == "imh":
             from ..sampling.imh import release_draw
+        elif self.backend == "langevin":
+            from ..sampling.langevin import release_draw
         else:
             from ..sampling.pymc_backend import release_draw
 
