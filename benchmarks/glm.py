@@ -165,9 +165,9 @@ def _step_profile(x, y, chains: int, reps: int = 9) -> dict:
     return parts
 
 
-def _compare(name, x, y, xte, yte, eps: float, k: int, beta: float) -> dict:
+def _compare(name, x, y, xte, yte, eps: float, k: int, beta: float, h: float) -> dict:
     data = (x, y)
-    lmodel = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="langevin")
+    lmodel = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="langevin", step_scale=h)
     imodel = pb.BayesianLogisticRegression(beta=beta, c=1.0)
     out = {}
     for label, model in (("langevin", lmodel), ("imh", imodel)):
@@ -181,7 +181,9 @@ def _compare(name, x, y, xte, yte, eps: float, k: int, beta: float) -> dict:
         out[label]["cal"] = many.calibration
     cal = out["langevin"]["cal"]
     posterior = float(imodel.rdp(x.shape[0], 2.0, cal.r, cal.m, cal.method))
-    capped = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="langevin", max_steps=3)
+    capped = pb.BayesianLogisticRegression(
+        beta=beta, c=1.0, backend="langevin", step_scale=h, max_steps=3
+    )
     mem = _peak_numpy_mb(lambda: pb.sample(capped, data, 2.0, eps * k, size=k, rng=3))
     s = cal.sampler
     print(
@@ -199,14 +201,17 @@ def langevin_section(args) -> None:
     """Langevin vs IMH on the real data sets and synthetic sizes (see the module docstring)."""
     import os
 
-    k, beta = args.k, 1e-3
-    print(f"== Langevin (certified K-step law) vs IMH: lam=2, beta={beta:g}, size={k} ==")
+    k, beta, h = args.k, 1e-3, args.langevin_step_scale
+    print(
+        f"== Langevin (certified K-step law, step_scale {h:g}) vs IMH: lam=2, beta={beta:g}, "
+        f"size={k} =="
+    )
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name in ("abalone", "adult", "mnist"):
         x, y, xte, yte = _real_data(name, args.data_dir)
         print(f"{name}: n={x.shape[0]:,} d={x.shape[1]} (test {xte.shape[0]:,})")
         for eps in (0.1, 1.0):
-            _compare(name, x, y, xte, yte, eps, k, beta)
+            _compare(name, x, y, xte, yte, eps, k, beta, h)
         prof = _step_profile(x, y, k)
         total = sum(prof.values())
         print(
@@ -219,7 +224,8 @@ def langevin_section(args) -> None:
         X, y = adult_like(n, d, rng)
         row = []
         for label, backend in (("langevin", "langevin"), ("imh", "imh")):
-            model = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend=backend)
+            extra = {"step_scale": h} if backend == "langevin" else {}
+            model = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend=backend, **extra)
             t0 = time.perf_counter()
             rel = pb.sample(model, (X, y), 2.0, 1.0, rng=1)
             row.append(f"{label} {time.perf_counter() - t0:6.2f} s")
@@ -227,7 +233,9 @@ def langevin_section(args) -> None:
                 steps = rel.calibration.sampler["steps"]
         rate = ""
         if n == 45_000:
-            model = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="langevin")
+            model = pb.BayesianLogisticRegression(
+                beta=beta, c=1.0, backend="langevin", step_scale=h
+            )
             t0 = time.perf_counter()
             pb.sample(model, (X, y), 2.0, float(k), size=k, rng=2)
             rate = f"; langevin {k / (time.perf_counter() - t0):.2f} releases/s with size={k}"
@@ -249,6 +257,7 @@ def main() -> None:
     p.add_argument("--langevin", action="store_true", help="also run the Langevin section")
     p.add_argument("--langevin-only", action="store_true", help="only the Langevin section")
     p.add_argument("--data-dir", default=None, help="data sets (default $PRIVBAYES_DATA)")
+    p.add_argument("--langevin-step-scale", type=float, default=0.5, help="Langevin h")
     args = p.parse_args()
     if args.langevin or args.langevin_only:
         langevin_section(args)
