@@ -104,8 +104,11 @@ def schedule(
 
 # -- the certificate (docs/langevin.md, Theorem 1) -------------------------------------------
 def _round_up(q: Fraction) -> float:
-    """The smallest double >= q (q >= 0)."""
-    f = float(q)  # int / int division: correctly rounded
+    """The smallest double >= q (q >= 0); inf beyond the largest double."""
+    try:
+        f = float(q)  # int / int division: correctly rounded
+    except OverflowError:
+        return math.inf
     return f if Fraction(f) >= q else math.nextafter(f, math.inf)
 
 
