@@ -14,6 +14,15 @@ NUTS releases one draw per run, with the default gating (R-hat <= 1.01, reruns t
 double the draws). Its settings are printed; a NUTS run that does not reach R-hat 1.01
 is counted at its time, so the ratio is then a lower bound on the speed-up.
 
+Langevin section (``--langevin``; ``--langevin-only`` skips the rest): the certified noisy
+gradient descent (``backend="langevin"``, docs/langevin.md) against IMH on the real Abalone,
+Adult and MNIST 3-vs-8 data (features as in experiments/logistic_regression.py; files from
+``--data-dir`` or $PRIVBAYES_DATA) at lam = 2, eps in {0.1, 1} per release: time to a first
+release, releases per second with ``size=k``, mean test accuracy over the k releases, the
+Langevin certificate over the exact-posterior one at the same (r, m), peak numpy memory of a
+release (tracemalloc), where a Langevin step spends its time; then time to a first release
+on synthetic n = 1e5 and 1e6, d = 20, and the Adult-sized synthetic problem.
+
     .venv/bin/python benchmarks/glm.py [--skip-pymc] [--skip-mnist] [--k 64]
 
 ``--exact`` instead measures the exact back-end (docs/exact.md), in the same process as IMH:
@@ -30,6 +39,7 @@ is counted at its time, so the ratio is then a lower bound on the speed-up.
   print the number of proposals they would need and the time that would take.
 
     .venv/bin/python benchmarks/glm.py --exact [--blas-threads 1] [--data-dir DIR]
+    .venv/bin/python benchmarks/glm.py --langevin-only [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -190,19 +200,32 @@ def exact_large(n: int, d: int, rng) -> None:
     )
 
 
-def _real_sets(data_dir) -> list:
+# -- real data sets -------------------------------------------------------------------------
+def _real_data(name: str, data_dir):
+    """(x_train, y_train, x_test, y_test) with the experiments' public feature maps."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
     import logistic_regression as lr
 
-    args = lr.parse_args([] if data_dir is None else ["--data-dir", data_dir])
-    out = []
-    for name in ("abalone", "adult", "mnist"):
-        xtr, ytr, xte, yte = lr.split(name, args, np.random.default_rng(0))
-        out.append((name, xtr, ytr, xte, yte))
-    return out
+    from privbayes import datasets
+
+    if name == "abalone":
+        x, y = lr.abalone_features(datasets.load_abalone(data_dir))
+        idx = np.random.default_rng(0).permutation(len(y))
+        test, train = idx[: round(0.3 * len(y))], idx[round(0.3 * len(y)) :]
+        return x[train], y[train], x[test], y[test]
+    if name == "adult":
+        tr, te = (lr.adult_features(datasets.load_adult(data_dir, s)) for s in ("train", "test"))
+    else:
+        tr, te = (lr.mnist_features(*datasets.load_mnist(data_dir, s)) for s in ("train", "test"))
+    return (*tr, *te)
+
+
+def _real_sets(data_dir) -> list:
+    """[(name, x_train, y_train, x_test, y_test)] for Abalone, Adult and MNIST 3-vs-8."""
+    return [(name, *_real_data(name, data_dir)) for name in ("abalone", "adult", "mnist")]
 
 
 def _accuracy(values, x, y) -> float:
@@ -263,6 +286,123 @@ def exact_real(data_dir, k: int, betas) -> None:
                 )
 
 
+def _peak_numpy_mb(fn) -> float:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def _step_profile(x, y, chains: int, reps: int = 9) -> dict:
+    """Seconds per Langevin step by part (X W, sigmoid, X^T S, noise and update): the
+    fastest of ``reps`` repetitions of each, so that other load on the machine drops out.
+    One thread for the sigmoid here (the sampler splits it over the cores)."""
+    from privbayes.sampling import langevin
+
+    z = np.asfortranarray(x * np.where(y > 0, 1.0, -1.0)[:, None])  # as the sampler stores it
+    w = np.zeros((z.shape[1], chains))
+    rng = np.random.default_rng(0)
+    parts = dict.fromkeys(("X W", "sigmoid", "X^T S", "noise+update"), np.inf)
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        mar = z @ w
+        t1 = time.perf_counter()
+        langevin._sigmoid_neg(mar)
+        t2 = time.perf_counter()
+        g = z.T @ mar
+        t3 = time.perf_counter()
+        w = 0.99 * w + 1e-4 * g + 0.01 * rng.standard_normal(w.shape)
+        t4 = time.perf_counter()
+        for key, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            parts[key] = min(parts[key], dt)
+    return parts
+
+
+def _compare(name, x, y, xte, yte, eps: float, k: int, beta: float, h: float) -> dict:
+    data = (x, y)
+    lmodel = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="langevin", step_scale=h)
+    imodel = pb.BayesianLogisticRegression(beta=beta, c=1.0)
+    out = {}
+    for label, model in (("langevin", lmodel), ("imh", imodel)):
+        t0 = time.perf_counter()
+        pb.sample(model, data, 2.0, eps, rng=1)
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        many = pb.sample(model, data, 2.0, eps * k, size=k, rng=2)
+        rate = k / (time.perf_counter() - t0)
+        out[label] = {"first": first, "rate": rate, "acc": _accuracy(many.value, xte, yte)}
+        out[label]["cal"] = many.calibration
+    cal = out["langevin"]["cal"]
+    posterior = float(imodel.rdp(x.shape[0], 2.0, cal.r, cal.m, cal.method))
+    capped = pb.BayesianLogisticRegression(
+        beta=beta, c=1.0, backend="langevin", step_scale=h, max_steps=3
+    )
+    mem = _peak_numpy_mb(lambda: pb.sample(capped, data, 2.0, eps * k, size=k, rng=3))
+    s = cal.sampler
+    print(
+        f"  eps={eps:<4g} langevin: first {out['langevin']['first']:6.2f} s, "
+        f"{out['langevin']['rate']:6.2f} rel/s, acc {out['langevin']['acc']:.4f} | "
+        f"imh: first {out['imh']['first']:6.2f} s, {out['imh']['rate']:6.2f} rel/s, "
+        f"acc {out['imh']['acc']:.4f} (r {out['imh']['cal'].r:.3f}) | langevin r {cal.r:.3f}, "
+        f"K {s['steps']}, eta {s['step']:.3g}, cert/posterior {cal.eps / posterior:.4f}, "
+        f"numpy peak {mem:.0f} MB"
+    )
+    return out
+
+
+def langevin_section(args) -> None:
+    """Langevin vs IMH on the real data sets and synthetic sizes (see the module docstring)."""
+    import os
+
+    k, beta, h = args.k, 1e-3, args.langevin_step_scale
+    print(
+        f"== Langevin (certified K-step law, step_scale {h:g}) vs IMH: lam=2, beta={beta:g}, "
+        f"size={k} =="
+    )
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for name in ("abalone", "adult", "mnist"):
+        x, y, xte, yte = _real_data(name, args.data_dir)
+        print(f"{name}: n={x.shape[0]:,} d={x.shape[1]} (test {xte.shape[0]:,})")
+        for eps in (0.1, 1.0):
+            _compare(name, x, y, xte, yte, eps, k, beta, h)
+        prof = _step_profile(x, y, k)
+        total = sum(prof.values())
+        print(
+            f"  one step with {k} chains: {total * 1e3:.1f} ms = "
+            + ", ".join(f"{key} {v / total:.0%}" for key, v in prof.items())
+            + f"; peak RSS so far {peak_mb():.0f} MB"
+        )
+    rng = np.random.default_rng(0)
+    for n, d in ((45_000, 100), (100_000, 20), (1_000_000, 20)):
+        X, y = adult_like(n, d, rng)
+        row = []
+        for label, backend in (("langevin", "langevin"), ("imh", "imh")):
+            extra = {"step_scale": h} if backend == "langevin" else {}
+            model = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend=backend, **extra)
+            t0 = time.perf_counter()
+            rel = pb.sample(model, (X, y), 2.0, 1.0, rng=1)
+            row.append(f"{label} {time.perf_counter() - t0:6.2f} s")
+            if backend == "langevin":
+                steps = rel.calibration.sampler["steps"]
+        rate = ""
+        if n == 45_000:
+            model = pb.BayesianLogisticRegression(
+                beta=beta, c=1.0, backend="langevin", step_scale=h
+            )
+            t0 = time.perf_counter()
+            pb.sample(model, (X, y), 2.0, float(k), size=k, rng=2)
+            rate = f"; langevin {k / (time.perf_counter() - t0):.2f} releases/s with size={k}"
+        print(
+            f"synthetic n={n:,} d={d}: first release (eps=1): {', '.join(row)} "
+            f"(langevin K={steps}){rate}; peak RSS so far {peak_mb():.0f} MB"
+        )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--k", type=int, default=64, help="releases per IMH call")
@@ -272,10 +412,13 @@ def main() -> None:
     p.add_argument("--nuts-draws", type=int, default=500)
     p.add_argument("--nuts-chains", type=int, default=2)
     p.add_argument("--exact", action="store_true", help="measure the exact back-end instead")
-    p.add_argument("--data-dir", default=None, help="raw data for --exact's real data sets")
+    p.add_argument("--data-dir", default=None, help="data sets (default $PRIVBAYES_DATA)")
     p.add_argument("--skip-real", action="store_true", help="--exact: synthetic only")
     p.add_argument("--betas", default="1e-3", help="--exact: prior precisions, comma-separated")
     p.add_argument("--blas-threads", type=int, default=0, help="limit BLAS threads (0: as is)")
+    p.add_argument("--langevin", action="store_true", help="also run the Langevin section")
+    p.add_argument("--langevin-only", action="store_true", help="only the Langevin section")
+    p.add_argument("--langevin-step-scale", type=float, default=0.5, help="Langevin h")
     args = p.parse_args()
     if args.blas_threads:
         from threadpoolctl import threadpool_limits
@@ -290,6 +433,10 @@ def main() -> None:
         if not args.skip_real:
             exact_real(args.data_dir, args.k, [float(b) for b in args.betas.split(",")])
         return
+    if args.langevin or args.langevin_only:
+        langevin_section(args)
+        if args.langevin_only:
+            return
     rng = np.random.default_rng(0)
     problems = [("Adult-sized", *adult_like(45_000, 100, rng))]
     if not args.skip_mnist:

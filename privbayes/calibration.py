@@ -45,6 +45,10 @@ class Calibration:
         vectors — a fact about the mechanism, never about the data. None when n = 0.
     iterations : evaluations of the certified sup spent by the search.
     model : the (public) model, prior included.
+    sampler : None when the certificate is for exact posterior draws; otherwise the public
+        parameters of the randomized algorithm whose own output law it covers (Langevin:
+        ``{"algorithm", "guarantee": "algorithm", "step", "steps", "start", "noise",
+        "prec", "capped"}``, docs/langevin.md), passed to the model's ``rdp``.
     """
 
     method: str
@@ -57,6 +61,7 @@ class Calibration:
     pair: dict | None
     iterations: int
     model: Any = field(repr=False)
+    sampler: dict | None = None
 
     @property
     def t(self) -> float | None:
@@ -69,7 +74,8 @@ class Calibration:
         ``orders``: scalar or array of orders >= 1 (1 gives the KL bound) or inf.
         Returns an array of the same shape, ``inf`` where no finite bound exists.
         """
-        return self.model.rdp(self.n, orders, r=self.r, m=self.m, method=self.method)
+        extra = {} if self.sampler is None else {"sampler": self.sampler}
+        return self.model.rdp(self.n, orders, r=self.r, m=self.m, method=self.method, **extra)
 
 
 def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:

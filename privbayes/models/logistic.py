@@ -34,6 +34,9 @@ BACKEND_DEFAULTS = {
     "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
     "exact": {"tune": 0, "draws": 1, "chains": 1},  # no chains: rejection (docs/exact.md)
+    # noisy gradient descent: no MCMC settings (one chain per release, K from a public rule;
+    # privbayes.sampling.langevin); these only pass the checks below
+    "langevin": {"tune": 0, "draws": 1, "chains": 1},
 }
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
@@ -78,9 +81,11 @@ class BayesianLogisticRegression(Frozen):
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
         contains the MAP estimate of every data set: docs/glm.md).
     backend : "imh" (default): mode-fitted independence Metropolis–Hastings over many chains
-        (privbayes.sampling.imh), "pymc": PyMC's NUTS, the reference, or "exact": a
+        (privbayes.sampling.imh), "pymc": PyMC's NUTS, the reference, "exact": a
         rejection sampler whose every release is an exact posterior draw, with a public,
-        fixed number of proposals (privbayes.sampling.exact, docs/exact.md).
+        fixed number of proposals (privbayes.sampling.exact, docs/exact.md), or "langevin":
+        noisy gradient descent whose certificate covers its own K-step output law, not the
+        posterior (privbayes.sampling.langevin, docs/langevin.md; no method="ops").
     tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 20 burn-in
         steps — raised to twice the estimate from the weight bound —, 4 chains and
         max(100, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
@@ -100,6 +105,8 @@ class BayesianLogisticRegression(Frozen):
     delta_f, max_proposals : exact only: the failure probability (nothing is released with
         probability <= delta_f; default 1e-12) and the cap on proposals per call (default
         10^6; above it the back-end refuses the release from public inputs).
+    step_scale : langevin only: h in (0, 1], step eta = h * 2 / (mu + L) (default 1/2).
+    max_steps : langevin only: cap on the number of steps K (default 10,000).
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
     of norm <= ``feature_bound`` (c, or sqrt(c^2 - s^2) with an intercept; refused
@@ -129,6 +136,8 @@ class BayesianLogisticRegression(Frozen):
         intercept_scaling: float | None = None,
         delta_f: float | None = None,
         max_proposals: int | None = None,
+        step_scale: float = 0.5,
+        max_steps: int = 10_000,
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
@@ -187,6 +196,13 @@ class BayesianLogisticRegression(Frozen):
         ):
             raise ValueError(f"max_proposals must be an integer >= 1; got {max_proposals!r}")
         self.max_proposals = None if max_proposals is None else int(max_proposals)
+        self.step_scale = check_positive(step_scale, "step_scale")
+        if not 1e-6 <= self.step_scale <= 1.0:  # h <= 1: the contraction condition
+            raise ValueError(f"step_scale must lie in [1e-6, 1]; got {step_scale!r}")
+        bad = isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer)
+        if bad or not 1 <= max_steps <= 10**7:
+            raise ValueError(f"max_steps must be an integer in [1, 10**7]; got {max_steps!r}")
+        self.max_steps = int(max_steps)
         self._freeze()
 
     def __repr__(self) -> str:
@@ -248,11 +264,21 @@ class BayesianLogisticRegression(Frozen):
         return out
 
     # -- certificates ---------------------------------------------------------------
-    def rdp(self, n, orders, r: float = 1.0, m: float = 1.0, method: str = "diffused"):
+    def rdp(
+        self,
+        n,
+        orders,
+        r: float = 1.0,
+        m: float = 1.0,
+        method: str = "diffused",
+        sampler: dict | None = None,
+    ):
         """Certified RDP curve for data sets of size n; array shaped like ``orders``.
 
         ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R. The bound on
-        the feature norm includes the validation slack, c (1 + 1e-12).
+        the feature norm includes the validation slack, c (1 + 1e-12). backend="langevin":
+        the certificate of the K-step algorithm with the public ``sampler`` parameters
+        (``Calibration.sampler``; None recomputes them), docs/langevin.md.
         """
         n = check_n(n)
         r = check_unit_knob(r, "r")
@@ -262,6 +288,10 @@ class BayesianLogisticRegression(Frozen):
             raise ValueError(f"orders must be >= 1 (1 = KL) or inf; got {orders!r}")
         if n == 0:
             return np.zeros(lam.shape)
+        if self.backend == "langevin":
+            from ..sampling import langevin
+
+            return langevin.model_rdp(self, n, lam, r, m, method, sampler)
         if method == "ops":
             return pure_dp_rdp(lam, self._ops_eps0(r))
         with np.errstate(invalid="ignore", over="ignore"):
@@ -279,6 +309,10 @@ class BayesianLogisticRegression(Frozen):
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
         method = mechanisms.check_method(method, GLM_METHODS)
+        if self.backend == "langevin":  # its own certificate: the K-step algorithm's law
+            from ..sampling import langevin
+
+            return langevin.calibrate(self, n, lam, eps, method)
         if n == 0:
             return Calibration(method, 1.0, 1.0, lam, 0.0, eps, 0, None, 0, self)
         if eps == 0:
@@ -381,6 +415,8 @@ class BayesianLogisticRegression(Frozen):
             from ..sampling.imh import release_draw
         elif self.backend == "exact":
             from ..sampling.exact import release_draw
+        elif self.backend == "langevin":
+            from ..sampling.langevin import release_draw
         else:
             from ..sampling.pymc_backend import release_draw
 
