@@ -207,7 +207,7 @@ def solve_knob(
     w, steps = (0.0 if cap <= 1.0 else -math.log(2.0)), 0
     while steps < _MAX_BRACKET_STEPS:
         steps += 1
-        w = max(w, _T_MIN)
+        w = min(max(w, _T_MIN), w_hi)
         f_w = f(w)
         if f_w <= 0:
             lo = (w, f_w) if lo is None or w > lo[0] else lo

@@ -8,9 +8,10 @@ certificates use (proofs in docs/numerics.md):
 * rigorous float bounds on the log-gamma second difference T (:func:`second_difference_bounds`)
   from Lemma 1 of docs/boundary.md and proven bounds on the trigamma function, evaluated with
   every rounding error accounted for — cheap, vectorised, and tight when x >> |lam h|;
-* interval arithmetic (mpmath's interval context, directed rounding, adaptive precision,
-  each log-gamma enclosure widened by a further 2^20 units of its last place) for T and
-  for the pure-DP curve, where the float bounds are not tight.
+* high-precision evaluation with a proven error bound (mpmath's log-gamma, exp and log1p
+  at p bits, each trusted to 2^20 units of its last place; the rest exact or forward
+  error analysis; adaptive p) for T and for the pure-DP curve, where the float bounds
+  are not tight.
 
 mpmath is imported lazily: ``import privbayes`` stays fast.
 """
@@ -18,7 +19,6 @@ mpmath is imported lazily: ``import privbayes`` stays fast.
 from __future__ import annotations
 
 import math
-import threading
 from fractions import Fraction
 
 import numpy as np
@@ -35,11 +35,8 @@ U = 2.0**-53  # unit roundoff of float64 (round to nearest)
 TINY = 2.0**-1060  # bound on the absolute error that gradual underflow can add to a bound
 _Z0 = 20.0  # trigamma: shift the argument to >= _Z0 before the asymptotic envelope
 _INFLATE = 128 * U  # relative error budget of the float bounds (derived: < 60 u)
-_TARGET_WIDTH = 2.0**-46  # intervals are refined until relative width <= this
-_WIDEN_BITS = 20  # extra widening of each mpmath enclosure, in units of its last place
+_WIDEN_BITS = 20  # mpmath's values are trusted to 2^20 units of their last place
 _FMAX = 1.7976931348623157e308
-_LOCK = threading.Lock()  # the interval context's precision is shared state
-_CTX = None
 
 
 # -- exact rationals -------------------------------------------------------------------
@@ -68,18 +65,19 @@ def _trigamma_bounds(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     envelope (docs/numerics.md §2): S9(z) <= psi'(z) <= S7(z) with
     S7 = 1/z + 1/(2z^2) + 1/(6z^3) - 1/(30z^5) + 1/(42z^7), S9 = S7 - 1/(30z^9).
     Every computed quantity has relative error < 60 u (docs/numerics.md §3); we widen by
-    128 u and by TINY for underflow.
+    128 u and by TINY for underflow. Evaluated once per distinct value.
     """
     y = np.asarray(y, float)
+    uniq, inverse = np.unique(y.ravel(), return_inverse=True)
     with np.errstate(over="ignore", divide="ignore", under="ignore", invalid="ignore"):
-        shift = np.maximum(0.0, np.ceil(_Z0 - y))
-        top = int(shift.max(initial=0.0))
-        if top:
-            j = np.arange(top, dtype=float).reshape((top,) + (1,) * y.ndim)
-            head = np.where(j < shift, 1.0 / np.square(y + j), 0.0).sum(axis=0)
-        else:
-            head = np.zeros(y.shape)
-        z = y + shift
+        shift = np.maximum(0.0, np.ceil(_Z0 - uniq))
+        head = np.zeros(uniq.shape)
+        need = np.flatnonzero(shift > 0)
+        if need.size:
+            ys, sh = uniq[need], shift[need]
+            j = np.arange(int(sh.max()), dtype=float)[:, None]
+            head[need] = np.where(j < sh, 1.0 / np.square(ys + j), 0.0).sum(axis=0)
+        z = uniq + shift
         w = 1.0 / z
         w2 = w * w
         s7 = w * (1.0 + w * (0.5 + w * (1.0 / 6.0 + w2 * (-1.0 / 30.0 + w2 * (1.0 / 42.0)))))
@@ -87,7 +85,9 @@ def _trigamma_bounds(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo = (head + s9) * (1.0 - _INFLATE) - TINY
         up = (head + s7) * (1.0 + _INFLATE) + TINY
     # an overflowed lower bound is no bound: cap it at the largest float
-    return np.clip(np.nan_to_num(lo, nan=0.0), 0.0, _FMAX), np.where(np.isnan(up), np.inf, up)
+    lo = np.clip(np.nan_to_num(lo, nan=0.0), 0.0, _FMAX)
+    up = np.where(np.isnan(up), np.inf, up)
+    return lo[inverse].reshape(y.shape), up[inverse].reshape(y.shape)
 
 
 def second_difference_bounds(x, h, lam) -> tuple[np.ndarray, np.ndarray]:
@@ -131,59 +131,7 @@ def second_difference_bounds(x, h, lam) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.nan_to_num(lo, nan=0.0), 0.0, _FMAX), up
 
 
-# -- interval arithmetic ----------------------------------------------------------------
-def _ctx():
-    global _CTX
-    if _CTX is None:
-        from mpmath.ctx_iv import MPIntervalContext
-
-        _CTX = MPIntervalContext()  # our own: a user's mpmath.iv settings are untouched
-    return _CTX
-
-
-def _upper_float(v) -> float:
-    """Smallest float >= the upper end of interval ``v``."""
-    from mpmath import libmp
-
-    b = v._mpi_[1]
-    if b == libmp.finf:
-        return math.inf
-    if b == libmp.fnan:
-        return math.inf
-    f = libmp.to_float(b)
-    if math.isfinite(f) and libmp.mpf_lt(libmp.from_float(f), b):
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-def _lower_float(v) -> float:
-    from mpmath import libmp
-
-    a = v._mpi_[0]
-    if a == libmp.fninf:
-        return -math.inf
-    f = libmp.to_float(a)
-    if math.isfinite(f) and libmp.mpf_gt(libmp.from_float(f), a):
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def _widen(ctx, v, bits: int):
-    """``v`` widened by |v| 2^-(prec - _WIDEN_BITS): covers a slip in mpmath's rounding."""
-    mag = max(abs(_lower_float(v)), abs(_upper_float(v)))
-    if not math.isfinite(mag):
-        return v
-    w = math.ldexp(mag, _WIDEN_BITS - bits) + TINY
-    return v + ctx.mpf([-w, w])
-
-
-def _rel_width(v) -> float:
-    lo, up = _lower_float(v), _upper_float(v)
-    if not (math.isfinite(lo) and math.isfinite(up)):
-        return math.inf
-    return (up - lo) / max(abs(up), 1e-300)
-
-
+# -- high-precision bounds ---------------------------------------------------------------
 _LG_CACHE: dict = {}
 _T_CACHE: dict = {}
 _LG_CACHE_MAX = 8192
@@ -232,11 +180,18 @@ def _second_difference_upper(x: float, h: float, lam: float, estimate: float) ->
     if lm.mpf_sign(A) <= 0 or lm.mpf_sign(B) <= 0 or not x > 0:
         return math.inf
     lm1 = lm.mpf_sub(L, lm.fone)
+    # working precision: 80 bits beyond the cancellation, log2(|lg| terms / ((lam-1) T))
     y = x + lam * h
-    mag = abs(math.lgamma(max(y, 1e-300))) + lam * abs(math.lgamma(max(x + h, 1e-300)))
-    mag += (lam - 1.0) * abs(math.lgamma(x)) + 1.0
-    v_est = (lam - 1.0) * estimate if estimate > 0 else (lam - 1.0) * h * h * 1e-3 / (1 + x)
-    bits = 80 + max(0, math.ceil(math.log2(mag / max(v_est, 1e-300))))
+    lgs = [abs(math.lgamma(max(v, 1e-300))) + 1.0 for v in (y, x + h, x)]
+    log_mag = max(
+        math.log2(lgs[0]), math.log2(lam) + math.log2(lgs[1]), math.log2(lam) + math.log2(lgs[2])
+    )
+    log_v = math.log2(lam - 1.0) if lam < 2.0 else math.log2(lam) - 1.0
+    if estimate > 0 and math.isfinite(estimate):
+        log_v += math.log2(estimate)
+    else:
+        log_v += 2 * math.log2(abs(h)) - 10 - math.log2(1.0 + x)
+    bits = 82 + max(0, math.ceil(log_mag - log_v))
     bits = 32 * -(-bits // 32)  # a coarse ladder, so that cached log-gammas are reused
     best = math.inf
     for _ in range(6):
@@ -268,26 +223,17 @@ def _raw_up(v) -> float:
     return f
 
 
-def _log1p_iv(ctx, s):
-    """log(1 + s) for an interval s >= 0, tight for tiny s (mpmath's log1p is not)."""
-    up = _upper_float(s)
-    if up < 2.0**-30:
-        # s - s^2/2 <= log1p(s) <= s - s^2/2 + s^3/3 for s >= 0
-        s2 = s * s
-        base = s - s2 / 2
-        return base + ctx.mpf([0, 1]) * (s2 * s / 3)
-    return ctx.log1p(s)
-
-
 def pure_dp_rdp_upper(orders, eps0: float) -> np.ndarray:
     """Proven upper bounds on the tight RDP curve of a pure eps0-DP mechanism.
 
     The curve (Bun & Steinke 2016; randomized response with flip odds e^eps0) is
-    D(lam) = log1p(2 sinh^2(t e/2) + tanh(e/2) sinh(t e)) / t with t = lam - 1, e = eps0,
-    evaluated in intervals with sinh and tanh written through expm1 (no cancellation), the
-    log form e' - log(...) for t e > 700, lam = 1 as the KL limit e tanh(e/2) and lam = inf
-    as eps0; capped at eps0 (D_lam <= D_inf). It increases with eps0 (docs/numerics.md §6),
-    so an upper bound on eps0 gives an upper bound on the curve.
+    D(lam) = log1p(cosh(y) - 1 + s sinh(y)) / t with t = lam - 1, y = t e, e = eps0,
+    s = tanh(e/2), every term positive; for y > 700 the log form
+    (y + log1p(-(1 - s)(1 - e^(-2y)) / 2)) / t. lam = 1 is the KL limit e s and lam = inf
+    is eps0; capped at eps0 (D_lam <= D_inf). Evaluated at 2^-100 working precision by
+    mpmath and rounded up by a forward error bound (docs/numerics.md §6): no step cancels,
+    so the result is within 16 * 2^(20-p) of its true value. The curve increases with
+    eps0, so an upper bound on eps0 gives an upper bound on the curve.
     """
     lam = np.asarray(orders, dtype=float)
     e = float(eps0)
@@ -305,35 +251,53 @@ def pure_dp_rdp_upper(orders, eps0: float) -> np.ndarray:
     return res.reshape(lam.shape)
 
 
+def _expm1(lm, x, prec: int):
+    """e^x - 1 for a raw mpf x >= 0, with relative accuracy of ~prec bits."""
+    mag = x[2] + x[3]  # x < 2^mag
+    extra = max(0, -mag) + 8
+    return lm.mpf_sub(lm.mpf_exp(x, prec + extra), lm.fone, prec)
+
+
+def _log1p(lm, x, prec: int):
+    """log(1 + x) for a raw mpf x > -1: 1 + x formed exactly, then one logarithm; for
+    |x| < 2^-(2 prec) simply x (relative error |x|/2 < 2^-2prec)."""
+    if x == lm.fzero or x[2] + x[3] < -2 * prec:
+        return x
+    return lm.mpf_log(lm.mpf_add(lm.fone, x), prec)
+
+
 def _pure_dp_point(order: float, e: float) -> float:
-    t_f = order - 1.0  # exact for orders in [1, 2^53]... checked in the interval below
-    bits = 90 + max(0, math.ceil(2 * math.log2(max(1.0, 1.0 / e))))
-    bits += max(0, math.ceil(math.log2(max(1.0, 1.0 / max(t_f, 1e-300)))))
-    best = math.inf
-    with _LOCK:
-        ctx = _ctx()
-        for _ in range(5):
-            ctx.prec = bits
-            E = ctx.mpf(e)
-            em1 = ctx.expm1(E)
-            tanh_half = em1 / (em1 + 2)
-            if order == 1.0:
-                val = E * tanh_half
-            else:
-                T = ctx.mpf(order) - 1
-                y = T * E
-                if _upper_float(y) <= 700.0:
-                    ey = ctx.expm1(y)
-                    emy = ctx.exp(-y)
-                    cosh_m1 = ey * ey / (2 * (ey + 1))  # cosh y - 1 = (e^y - 1)^2 / (2 e^y)
-                    sinh = ey * (1 + emy) / 2
-                    val = _log1p_iv(ctx, cosh_m1 + tanh_half * sinh) / T
-                else:
-                    # t D = y + log((1+s)/2 + (1-s)/2 e^{-2y}), s = tanh(e/2); e^{-2y} < 2^-2000
-                    small = ctx.mpf([0, 2.0**-2000])
-                    val = (y + ctx.log((1 + tanh_half) / 2 + (1 - tanh_half) / 2 * small)) / T
-            best = min(best, _upper_float(val))
-            if _rel_width(val) <= _TARGET_WIDTH:
-                break
-            bits += 64
-    return best
+    from mpmath import libmp as lm
+
+    if e >= 1000.0:
+        # t D = t e + log1p(e^((1-2 lam) e)) - log1p(e^-e) <= t e: D <= e, tight to e^-1000
+        return e
+    p = 100
+    E = lm.from_float(e)
+    em1 = _expm1(lm, E, p)
+    s = lm.mpf_div(em1, lm.mpf_add(em1, lm.from_int(2), p), p)  # tanh(e/2)
+    if order == 1.0:
+        val, ops = lm.mpf_mul(E, s, p), 4
+    else:
+        T = lm.mpf_sub(lm.from_float(order), lm.fone)  # exact
+        y = lm.mpf_mul(T, E)  # exact
+        if lm.mpf_le(y, lm.from_int(700)):
+            ey = _expm1(lm, y, p)
+            emy = lm.mpf_exp(lm.mpf_neg(y), p)
+            two = lm.from_int(2)
+            cosh_m1 = lm.mpf_div(
+                lm.mpf_mul(ey, ey, p), lm.mpf_mul(two, lm.mpf_add(ey, lm.fone, p)), p
+            )
+            sinh = lm.mpf_shift(lm.mpf_mul(ey, lm.mpf_add(lm.fone, emy, p), p), -1)
+            inner = lm.mpf_add(cosh_m1, lm.mpf_mul(s, sinh, p), p)
+            val, ops = lm.mpf_div(_log1p(lm, inner, p), T, p), 16
+        else:
+            # 1 - s = 2 / (e^e + 1). Dropping e^(-2y) < 2^-2000 lowers the log term by less
+            # than 2^-2000, far inside the error bound added below
+            one_m_s = lm.mpf_div(lm.from_int(2), lm.mpf_add(em1, lm.from_int(2), p), p)
+            w = lm.mpf_shift(one_m_s, -1)
+            log_term = _log1p(lm, lm.mpf_neg(w), p)  # <= 0, |.| <= log 2 << y
+            val, ops = lm.mpf_div(lm.mpf_add(y, log_term, p), T, p), 16
+    # every step is positive or well-conditioned: relative error <= ops * 2^(20 - p)
+    bound = lm.mpf_mul(val, lm.from_man_exp(1 + 2 * ops * 2**20, -p), 64, lm.round_ceiling)
+    return _raw_up(lm.mpf_add(val, bound, 64, lm.round_ceiling))

@@ -247,57 +247,53 @@ class DirichletFamily(Frozen):
     def _certified_sup(self, n: int, lam: np.ndarray, r: float, m: float):
         """Proven upper bounds on the sup at finite orders ``lam`` (L,), and worst indices.
 
-        Every term gets the float chord bound of :func:`second_difference_bounds`; where the
-        worst pair's terms are not provably within 2^-43 of their true values, they are
-        replaced by interval enclosures (:func:`second_difference_upper`) and the pair
-        maximum is taken again, until the worst pair is made of final terms. Sums are
-        rounded up. Order 1 uses order 1 + 2^-30 (KL <= D_lam). docs/numerics.md §5.
+        Every vertex term T(a_k + r c, +-r) decreases in the prior a_k (docs/boundary.md,
+        Lemma 4), so the worst pair moves a record between the two categories with the
+        smallest a: 8 terms, whatever K. Each gets the float chord bound of
+        :func:`second_difference_bounds`; where the worst pair's terms are not provably
+        within 2^-43 of their true values, they are replaced by high-precision bounds
+        (:func:`second_difference_upper`) and the pair maximum is taken again, until the
+        worst pair is made of final terms. Sums are rounded up. Order 1 uses order
+        1 + 2^-30 (KL <= D_lam). docs/numerics.md §5.
         """
         lam = np.asarray(lam, float)
-        x, h, rt = self._vertex_params(n, r, m)
-        if x is None:
+        a, rt = self._grid(n, r, m)
+        if a is None:
             return np.full(lam.shape, np.inf), np.zeros(lam.shape, int)
         if rt == 0:  # the parameters ignore the data: the release is the prior
             return np.zeros(lam.shape), np.zeros(lam.shape, int)
+        two = np.argsort(a, kind="stable")[:2]  # the two smallest priors
+        a2 = a[two]
+        x = np.concatenate([a2, a2 + rt * (n - 1), a2 + rt, a2 + rt * n])  # exact: the grid
+        h = np.array([rt] * 4 + [-rt] * 4)
         lam_c = np.where(lam == 1.0, _KL_ORDER, lam)
         lo, up = second_difference_bounds(x[None, :], h[None, :], lam_c[:, None])
         final = np.isfinite(up) & (up - lo <= _TIGHT * up)
+        slot = {"1": 0, "n": 2, "0": 4, "n-1": 6}  # offsets of the 2-category blocks
+        pairs = [
+            (v, i, slot[ua] + i, slot[vb] + 1 - i)
+            for v, (ua, vb) in enumerate(self._vertices())
+            for i in (0, 1)
+        ]
         k = self.K
-        vals, idx = self._pair_max(up.reshape(-1, 4, k))
-        out, worst = np.empty(lam.shape), np.asarray(idx).copy()
-        small = k <= _SCALAR_MAX_K
+        out, worst = np.empty(lam.shape), np.zeros(lam.shape, int)
         for row in range(lam.size):
-            vrow, irow = float(vals[row]), int(idx[row])
             urow, frow = up[row].tolist(), final[row].tolist()
             while True:
-                todo = [t for t in self._pair_terms(irow) if not frow[t]]
+                value, v, i, tu, tv = max(
+                    (urow[tu] + urow[tv], v, i, tu, tv) for v, i, tu, tv in pairs
+                )
+                todo = [t for t in (tu, tv) if not frow[t]]
                 if not todo:
                     break
                 for t in todo:
                     bound = second_difference_upper(x[t], h[t], lam_c[row], estimate=lo[row, t])
-                    # terms with the same (x, h) (equal priors) share the bound
-                    for s in np.flatnonzero((x == x[t]) & (h == h[t])).tolist():
-                        urow[s], frow[s] = min(urow[s], bound), True
-                if small:
-                    vrow, irow = self._pair_max_small(urow)
-                else:
-                    v, i = self._pair_max(np.array(urow).reshape(1, 4, k))
-                    vrow, irow = float(v[0]), int(i[0])
-            out[row] = math.nextafter(vrow, math.inf) if math.isfinite(vrow) else math.inf
-            worst[row] = irow
+                    for s2 in range(8):  # equal priors share the bound
+                        if x[s2] == x[t] and h[s2] == h[t]:
+                            urow[s2], frow[s2] = min(urow[s2], bound), True
+            out[row] = math.nextafter(value, math.inf) if math.isfinite(value) else math.inf
+            worst[row] = (v * k + int(two[i])) * k + int(two[1 - i])
         return out, worst
-
-    def _pair_max_small(self, terms: list[float]) -> tuple[float, int]:
-        """:meth:`_pair_max` of one flat row of 4K terms, in plain Python (small K)."""
-        k = self.K
-        slot = {"1": 0, "n": 1, "0": 2, "n-1": 3}
-        return max(
-            (terms[slot[a] * k + i] + terms[slot[b] * k + j], (v * k + i) * k + j)
-            for v, (a, b) in enumerate(self._vertices())
-            for i in range(k)
-            for j in range(k)
-            if i != j
-        )
 
     def _pair_from_index(self, n: int, index: int) -> dict:
         """The hypothetical count vectors of the boundary pair number ``index``."""
@@ -341,13 +337,18 @@ class DirichletFamily(Frozen):
             )
         floor = self._knob_floor(n, method)
         if math.isinf(floor):
-            limit = 2.0 ** (52 - self._count_bits)
+            lo, hi = 0, n  # the largest n with a usable knob (bisection on the grid)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if math.isfinite(self._knob_floor(mid, method)) else (lo, mid)
+            limit = lo
             raise InfeasiblePrivacyError(
-                f"method={method!r} cannot run on n={n} records: its posterior parameters "
-                f"alpha/m + r*c would not be exact in float64 (needs n below about {limit:.3g} "
-                "for 'direct' and 'concentrated'; docs/numerics.md). Use method='diffused'"
-                + (" or fewer records" if method == "diffused" else ""),
-                reachable={"method": "diffused", "max_n": limit},
+                f"method={method!r} cannot run on n={n} records: no knob keeps the posterior "
+                "parameters alpha/m + r*c exact in float64 for every count up to n "
+                f"(docs/numerics.md); use at most {limit} records"
+                + ("" if method == "diffused" else " or method='diffused'"),
+                reachable={"max_n": limit}
+                | ({} if method == "diffused" else {"method": "diffused"}),
             )
         # sup is finite iff alpha_min / m > r (lam - 1)
         cap = a_min / (lam - 1.0)
@@ -408,14 +409,17 @@ class DirichletFamily(Frozen):
         """The target lies below what the smallest exact-grid knob certifies: say so."""
         knob_name = mechanisms.KNOB[method]
         if math.isinf(lowest):
+            r_min, m_min = mechanisms.knobs(method, floor)
+            a_min = float(self._grid(n, r_min, m_min)[0].min())
+            max_lam = 1.0 + a_min / r_min
             raise InfeasiblePrivacyError(
                 f"method={method!r} cannot certify any finite eps at lam={lam:g} for n={n}: "
-                f"the sup is finite only while r (lam - 1) < min(alpha) / m, and the smallest "
-                f"{knob_name} whose posterior parameters alpha/m + r*c are exact in float64 "
-                f"({floor:.3g}) already breaks that (min(alpha) = {self._alpha.min():.3g} is "
-                "tiny next to the other concentrations; docs/numerics.md). Use a larger "
-                "min(alpha), a smaller lam, or the other method",
-                reachable={"lam": "smaller", "min_alpha": "larger"},
+                f"the sup is finite only while r (lam - 1) < min(alpha) / m, and even the "
+                f"smallest {knob_name} whose posterior parameters alpha/m + r*c are exact in "
+                f"float64 ({floor:.3g}) breaks that (docs/numerics.md). Reachable: "
+                f"lam < {max_lam:.6g} with this prior and n, or a larger min(alpha) (now "
+                f"{float(self._alpha.min()):.3g}; a tiny one beside large ones forces this)",
+                reachable={"max_lam": max_lam, "min_alpha": "larger"},
             )
         if lowest > eps:
             raise InfeasiblePrivacyError(

@@ -320,7 +320,8 @@ class BayesianLogisticRegression(Frozen):
             else:
                 # eps(lam; e) grows from 0 to e: solve in log(e) (roots can be ~1e-160)
                 def gap(log_e: float) -> float:
-                    v = float(pure_dp_rdp(lam, math.exp(log_e)))
+                    with np.errstate(all="ignore"):  # lam * e may overflow: the curve is e
+                        v = float(pure_dp_rdp(lam, math.exp(log_e)))
                     # below the smallest double the curve underflows: any log below -745 is
                     # just as far under the target, and keeps the gap monotone
                     return (math.log(v) if v > 0 else -800.0) - math.log(eps)
