@@ -94,8 +94,9 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
 
     Returns
     -------
-    Calibration, with ``eps <= target`` guaranteed (the sup is recomputed at the returned
-    knob).
+    Calibration, with ``eps <= target`` guaranteed: ``eps`` is a proven upper bound on the
+    exact sup over neighbouring data sets for the parameters the sampler uses, recomputed
+    at the returned knob (docs/numerics.md).
 
     Raises
     ------

@@ -218,6 +218,24 @@ def test_sampler_parameters_are_exact(rng, cls, bits):
                 assert Fraction(a + rt * c) == Fraction(a) + Fraction(rt) * Fraction(c)
 
 
+def test_vectorised_grid_matches_the_scalar_grid(rng, monkeypatch):
+    """K > 4 computes the grid with numpy: the very same floats as the scalar loop."""
+    for _ in range(300):
+        model = DirichletCategorical(10 ** rng.uniform(-4, 6, 6))
+        n, r, m = (
+            int(10 ** rng.uniform(0, 14)),
+            10 ** rng.uniform(-18, 0),
+            10 ** rng.uniform(-18, 0),
+        )
+        vec = model._grid(n, r, m)
+        with monkeypatch.context() as patch:
+            patch.setattr(dirichlet_module, "_SCALAR_MAX_K", 100)
+            loop = model._grid(n, r, m)
+        assert (vec[0] is None and loop[0] is None) or (
+            np.array_equal(vec[0], loop[0]) and vec[1] == loop[1]
+        )
+
+
 # -- the bounds themselves ---------------------------------------------------------------
 def test_trigamma_bounds_bracket_mpmath(rng):
     y = np.concatenate([10 ** rng.uniform(-6, 12, 400), [1e-300, 0.5, 1.0, 19.9, 20.0, 1e300]])

@@ -134,6 +134,17 @@ class DirichletFamily(Frozen):
         carry the data any more. (None, 0) when alpha/m overflows.
         """
         rn = r * n
+        if self.K > _SCALAR_MAX_K:  # the same arithmetic, vectorised
+            with np.errstate(over="ignore", invalid="ignore"):
+                a_raw = self._alpha / m
+                t = (a_raw + rn) * _GRID_SAFETY / _GRID_DEN
+            if not np.isfinite(t).all():
+                return None, 0.0
+            f, e = np.frexp(t)
+            q = np.maximum(np.ldexp(1.0, np.where(f == 0.5, e - 1, e)), 2.0**-1074)
+            a = np.maximum(np.rint(a_raw / q), 1.0) * q
+            unit = math.ldexp(float(q.max()), self._count_bits)
+            return a, math.floor(r / unit) * unit
         qs, a = [], []
         for al in self._alpha.tolist():
             # float64 sizes: q_k >= the exact (alpha_k/m + r n) / (2^53 - 1), see _GRID_SAFETY
