@@ -134,17 +134,25 @@ def beta_release(
 
     The calibration depends on public inputs only, so it is done once (``pb.calibrate``)
     and reused for every trial; each draw is then the library's exact sampler at
-    Beta(alpha/m + r s, beta/m + r (n - s)) - the same computation as ``pb.sample``
-    (tests/test_experiments.py checks they agree draw for draw).
+    Beta(alpha/m + r s, beta/m + r (n - s)) - the same computation as ``pb.sample`` (pass a
+    ``pb.models.MeanQuery`` for ``pb.release_query``; tests/test_experiments.py checks
+    they agree draw for draw).
     """
     cal = pb.calibrate(model, n, lam, eps, method)
     return beta_draws(model, n, s, rng, r=cal.r, m=cal.m), cal
 
 
 def beta_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
-    """theta ~ Beta(alpha/m + r s, beta/m + r (n - s)), one draw per entry of ``s``."""
-    s = np.asarray(s, dtype=float)
-    params = np.stack([model.alpha / m + r * s, model.beta / m + r * (n - s)], axis=-1)
+    """theta ~ Beta(a + r' s, b + r' (n - s)), one draw per entry of ``s``.
+
+    (a, b, r') are the library's exact parameters for (alpha/m, beta/m, r)
+    (``model._grid``, docs/numerics.md); a statistical query (``pb.models.MeanQuery``)
+    floors each sum to a multiple of 2^-8 as ``pb.release_query`` does.
+    """
+    scale = 2.0**model._count_bits
+    s = np.floor(np.asarray(s, dtype=float) * scale) / scale
+    (a, b), r = model._grid(n, r, m)
+    params = np.stack([a + r * s, b + r * (n - s)], axis=-1)
     return simplex_from_log(sample_dirichlet_log(params, rng))[..., 0]
 
 

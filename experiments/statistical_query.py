@@ -72,7 +72,7 @@ def query_values(adult: datasets.Adult, query: str) -> np.ndarray:
 def run_task(index, seed, values, n, lam, eps_grid, trials, prior):
     """One (query, n, lam): every eps and method on the same ``trials`` subsamples."""
     rng = C.task_rng(seed, index)
-    model = pb.BetaBernoulli(*prior)
+    model = pb.models.MeanQuery(*prior)  # the query's own mechanism (sum floored to 2^-8)
     if n == len(values):
         s = np.full(trials, values.sum())
     else:

@@ -6,6 +6,10 @@ knob value where that sup becomes infinite. We solve ``log eps_of(e^t) = log eps
 Brent's method in t = log(knob) — the curve is close to a straight line there (slope 2 for
 r, 1 for m), so Brent converges in a handful of evaluations — and then step down until the
 recomputed eps is <= the target, so the returned knob is always on the safe side.
+
+The search runs on plain floats; the reported eps never does. :func:`certify_down` checks
+the final knob with the model's proven upper bound (exact parameters, rigorous bounds and
+interval arithmetic: docs/numerics.md) and steps down until that bound meets the target.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from scipy import optimize, special
 from .errors import InfeasiblePrivacyError
 from .validation import check_eps, check_lam, check_n
 
-__all__ = ["Calibration", "calibrate", "solve_knob"]
+__all__ = ["Calibration", "calibrate", "certify_down", "solve_knob"]
 
 _T_MIN = -690.0  # knobs down to ~1e-300
 _MAX_BRENT_ITER = 100
@@ -38,7 +42,9 @@ class Calibration:
     method : "direct", "diffused", "concentrated" (or a GLM method).
     r, m : the likelihood weight and the prior divisor actually used (1.0 when unused).
     lam : the Rényi order the target was set at.
-    eps : the certified eps at ``lam`` (nats), always <= ``target_eps``.
+    eps : the certified eps at ``lam`` (nats): a proven upper bound on the exact sup over
+        neighbouring data sets of what the sampler draws (docs/numerics.md), always
+        <= ``target_eps``.
     target_eps : the eps that was asked for.
     n : the public data set size.
     pair : the worst neighbouring pair of (hypothetical) data sets at ``lam``, as count
@@ -72,10 +78,17 @@ class Calibration:
         """Certified RDP curve eps(orders) of this mechanism (same r, m, n).
 
         ``orders``: scalar or array of orders >= 1 (1 gives the KL bound) or inf.
-        Returns an array of the same shape, ``inf`` where no finite bound exists.
+        Returns an array of the same shape, ``inf`` where no finite bound exists. Every
+        value is a proven upper bound (docs/numerics.md); at ``lam`` itself it is at most
+        ``eps`` (the smaller of two proven bounds).
         """
         extra = {} if self.sampler is None else {"sampler": self.sampler}
-        return self.model.rdp(self.n, orders, r=self.r, m=self.m, method=self.method, **extra)
+        curve = np.asarray(
+            self.model.rdp(self.n, orders, r=self.r, m=self.m, method=self.method, **extra),
+            float,
+        )
+        at_lam = np.asarray(orders, dtype=float) == self.lam
+        return np.where(at_lam, np.minimum(curve, self.eps), curve)
 
 
 def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
@@ -93,8 +106,9 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
 
     Returns
     -------
-    Calibration, with ``eps <= target`` guaranteed (the sup is recomputed at the returned
-    knob).
+    Calibration, with ``eps <= target`` guaranteed: ``eps`` is a proven upper bound on the
+    exact sup over neighbouring data sets for the parameters the sampler uses, recomputed
+    at the returned knob (docs/numerics.md).
 
     Raises
     ------
@@ -109,21 +123,41 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
     return model._calibrate(check_n(n), check_lam(lam), check_eps(eps), method)
 
 
-def step_down(knob: float, certify: Callable[[float], float], eps: float, name: str):
-    """Shrink ``knob`` by growing relative steps until ``certify(knob) <= eps``.
+def certify_down(
+    knob: float,
+    certify: Callable[[float], tuple],
+    eps: float,
+    name: str,
+    slope: float = 1.0,
+    floor: float = 0.0,
+) -> tuple[float, tuple, int]:
+    """Shrink ``knob`` until its certificate ``certify(knob)[0]`` is <= ``eps``.
 
-    The final guard of every calibration: whatever found the knob (closed form, Brent), the
-    certificate is recomputed by the function that reports it. Returns (knob, certified eps);
-    InfeasiblePrivacyError when even a vanishing knob does not certify.
+    The final guard of every calibration: whatever found the knob (closed form, Brent on
+    floats), the certificate is the proven upper bound that the Calibration reports.
+    ``slope`` ~ d log eps / d log knob sizes the first step from the measured excess; steps
+    then double. ``floor``: the smallest admissible knob. Returns (knob, certify(knob),
+    evaluations); InfeasiblePrivacyError when even the floor does not certify.
     """
+    delta, value = 0.0, math.inf
     for k in range(_MAX_SAFETY_STEPS):
-        achieved = float(certify(knob))
-        if achieved <= eps and knob > 0:
-            return float(knob), achieved
-        knob *= 1.0 - 2.0 ** (k - 52)
+        res = certify(knob)
+        value = float(res[0])
+        if value <= eps and knob > 0:
+            return float(knob), res, k + 1
+        if knob <= floor or knob <= 0:
+            raise InfeasiblePrivacyError(
+                f"eps={eps:g} is below the smallest eps this mechanism certifies, "
+                f"{value:.6g} (at {name}={knob:.3g}, the smallest usable); ask for eps >= "
+                f"{value:.6g}",
+                reachable={"min_eps": value},
+            )
+        excess = value / eps - 1.0 if math.isfinite(value) else 1.0
+        delta = min(0.5, max(2.0 * delta, 1.5 * excess / slope + 2.0**-50))
+        knob = max(knob * (1.0 - delta), floor)
     raise InfeasiblePrivacyError(
         f"eps={eps:g} needs a {name} below what floating point can certify; ask for more eps",
-        reachable={"eps": "larger"},
+        reachable={"eps": "larger", "min_eps": value},
     )
 
 
@@ -133,6 +167,7 @@ def solve_knob(
     cap: float,
     slope: float,
     knob_name: str,
+    rel_step: Callable[[float], float] | None = None,
 ) -> tuple[float, float, int]:
     """Largest knob in (0, 1] with ``eps_of(knob) <= eps``; returns (knob, eps_of(knob), evals).
 
@@ -145,7 +180,9 @@ def solve_knob(
     evaluations and Brent's method finishes in a few more. The returned knob is within
     1e-12 relative of the root (or, when the root lies within 2^-20 of the cap, the knob
     cap * (1 - 2^-20): closer in, the parameters' own rounding would dominate the
-    certificate) and its recomputed eps is <= ``eps``.
+    certificate) and its recomputed eps is <= ``eps``. ``rel_step(knob)``: the relative
+    resolution of the knob (the conjugate models' exact-parameter grid, docs/numerics.md):
+    ``eps_of`` is a staircase on that scale, so the search stops there (within one step).
     """
     memo: dict[float, float] = {}  # Brent re-evaluates its bracket ends
 
@@ -183,7 +220,7 @@ def solve_knob(
     w, steps = (0.0 if cap <= 1.0 else -math.log(2.0)), 0
     while steps < _MAX_BRACKET_STEPS:
         steps += 1
-        w = max(w, _T_MIN)
+        w = min(max(w, _T_MIN), w_hi)
         f_w = f(w)
         if f_w <= 0:
             lo = (w, f_w) if lo is None or w > lo[0] else lo
@@ -205,9 +242,18 @@ def solve_knob(
     if lo is None:
         raise RuntimeError("calibration found no bracket; please report this as a bug")
     w = lo[0]
+    step = 0.0 if rel_step is None else rel_step(to_knob(lo[0]))
     if lo[1] != 0:
+        # half a grid step of the knob, in w: d log(knob) / dw = 1 (cap > 1) or 1 - knob/cap
+        k_lo = to_knob(lo[0])
+        dlog = 1.0 if cap > 1.0 else max(1.0 - k_lo / cap, 2.0**-40)
         w = optimize.brentq(
-            f, lo[0], up[0], xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=_MAX_BRENT_ITER
+            f,
+            lo[0],
+            up[0],
+            xtol=max(1e-13, 0.5 * step / dlog),
+            rtol=4 * np.finfo(float).eps,
+            maxiter=_MAX_BRENT_ITER,
         )
     knob = min(to_knob(w), hi)
     achieved = ev(knob)
@@ -215,7 +261,7 @@ def solve_knob(
     for k in range(_MAX_SAFETY_STEPS):
         if achieved <= eps:
             return knob, achieved, len(memo)
-        knob *= 1.0 - 2.0 ** (k - 52)
+        knob *= 1.0 - max(2.0 ** (k - 52), step * 2.0**k)
         achieved = ev(knob)
     knob = to_knob(lo[0])  # the bracket's safe end; always certified
     return knob, ev(knob), len(memo)

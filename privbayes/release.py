@@ -6,14 +6,17 @@ returned object holds the draw and the certificate only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .calibration import Calibration
+from .certified import round_up
 from .mechanisms import CONJUGATE_METHODS, check_method
-from .models import BetaBernoulli
+from .models import MeanQuery
 from .validation import as_numeric_array, check_bool, check_eps, check_lam, resolve_rng
 
 __all__ = ["PrivateSample", "sample", "release_query"]
@@ -28,12 +31,16 @@ class PrivateSample:
     value : the released draw — a float theta for Beta-Bernoulli and queries, a
         probability vector of shape (K,) for Dirichlet-Categorical, a weight vector of
         shape (d,) for logistic regression; with ``size=k`` an array with a leading axis k.
-    log_value : log of ``value`` (exact even where ``value`` underflows to 0).
+    log_value : logs of the released probabilities, exact even where a probability rounds
+        to 0 or 1: for Dirichlet-Categorical log p, shape (K,); for Beta-Bernoulli and
+        queries (log theta, log(1 - theta)), shape (2,) (``value`` is theta = exp of the
+        first); with ``size=k`` a leading axis k; None for logistic regression.
     method, r, m, lam, n : the mechanism, its knobs, the order and the public size. For
         method "ops", ``r`` holds the tempering t (also readable as ``t``, which is None
         for the other methods).
     eps : the certified eps at ``lam`` (nats), <= the requested eps (composed over the
-        draws when ``size`` is set).
+        draws when ``size`` is set): a proven upper bound on the exact sup over neighbouring
+        data sets (docs/numerics.md).
     calibration : the full :class:`Calibration` (public inputs only), per draw.
     diagnostics : MCMC diagnostics (R-hat, ESS, divergences) for GLM releases, else None.
         They are computed from chains run on the private data and are *not* covered by
@@ -72,8 +79,20 @@ class PrivateSample:
 
 
 def _composed_rdp(cal: Calibration, size: int | None, orders) -> np.ndarray:
+    """k draws: k times one draw's curve, each product exact and rounded up."""
     curve = cal.rdp(orders)
-    return curve if size is None else size * curve
+    if size is None:
+        return curve
+    flat = np.asarray(curve, float).ravel()
+    out = np.array(
+        [round_up(Fraction(size) * Fraction(v)) if math.isfinite(v) else v for v in flat]
+    )
+    return out.reshape(np.shape(curve))
+
+
+def _composed_eps(cal: Calibration, size: int) -> float:
+    """size * cal.eps rounded up: <= the requested eps by :func:`_per_draw_eps`."""
+    return round_up(Fraction(size) * Fraction(cal.eps))
 
 
 @dataclass(frozen=True)
@@ -103,10 +122,10 @@ def _check_size(size, model) -> int | None:
 
 
 def _per_draw_eps(eps: float, size: int) -> float:
-    """The largest target t with size * t <= eps in floating point (RDP adds at one order)."""
+    """The largest float t with size * t <= eps exactly (RDP adds at one order)."""
     t = eps / size
-    while size * t > eps:
-        t = float(np.nextafter(t, 0.0))
+    while Fraction(size) * Fraction(t) > Fraction(eps):
+        t = math.nextafter(t, 0.0)
     return t
 
 
@@ -150,7 +169,7 @@ def _release(
         charge, total = cal, cal.eps
     else:
         cal = model._calibrate(n, lam, _per_draw_eps(eps, size), method)
-        charge, total = _Composition(cal, size), size * cal.eps
+        charge, total = _Composition(cal, size), _composed_eps(cal, size)
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         ledger.charge(dataset, charge, note=note)
     value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), size=size, **options)
@@ -265,9 +284,11 @@ def release_query(
 ) -> PrivateSample:
     """Private estimate of the mean of per-record values in [0, 1] (a statistical query).
 
-    Releases rho ~ Beta(alpha/m + r*S, beta/m + r*(n - S)) with S = sum(values), calibrated
-    over every pair of neighbouring data sets, fractional sums included (the boundary
-    reduction holds for S in [0, n]: docs/boundary.md).
+    Releases rho ~ Beta(alpha/m + r*S, beta/m + r*(n - S)) with S = sum(values), computed
+    exactly and floored to a multiple of 2^-8 (a neighbour still moves it by at most 1;
+    the parameters stay exact floats: docs/numerics.md §7), calibrated over every pair of
+    neighbouring data sets, fractional sums included (the boundary reduction holds for S
+    in [0, n]: docs/boundary.md). The model is :class:`privbayes.models.MeanQuery`.
 
     Parameters
     ----------
@@ -278,14 +299,15 @@ def release_query(
     clip : False (default) refuses values outside [0, 1]; True clips them to [0, 1]
         explicitly (the guarantee then holds for the clipped query).
 
-    Returns PrivateSample whose ``value`` estimates the mean of ``values``.
+    Returns PrivateSample whose ``value`` estimates the mean of ``values`` (``log_value``:
+    (log rho, log(1 - rho))).
     Raises ValueError naming the first offending index, InfeasiblePrivacyError.
     Source: paper §3 (statistical queries), docs/background.md §3.
     """
     lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
     clip = check_bool(clip, "clip")
     _check_ledger(ledger, dataset)
-    model = BetaBernoulli(alpha, beta)
+    model = MeanQuery(alpha, beta)
     arr = as_numeric_array(values, "values")
     if arr.ndim != 1:
         raise ValueError(f"values must be 1-D, shape (n,); got shape {arr.shape}")
@@ -298,12 +320,11 @@ def release_query(
             f"values must lie in [0, 1]; values[{i}] = {float(arr[i])!r} ({bad.size} outside). "
             "Rescale by a public range, or pass clip=True to clip explicitly"
         )
-    s = float(arr.sum())
-    counts = np.array([s, max(arr.size - s, 0.0)])
+    counts, n = model._statistics(arr)
     return _release(
         model,
         counts,
-        int(arr.size),
+        n,
         lam,
         eps,
         method,

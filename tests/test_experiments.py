@@ -185,7 +185,7 @@ def test_vectorised_release_is_the_library_release(method):
         assert ours[0] == pytest.approx(lib.value, rel=1e-12) and cal.eps == lib.eps
         values = np.linspace(0, 1, 50) ** 2  # a statistical query with a fractional sum
         ours, _ = C.beta_release(
-            pb.BetaBernoulli(), 50, 3.0, 0.2, method, [values.sum()], np.random.default_rng(seed)
+            pb.models.MeanQuery(), 50, 3.0, 0.2, method, [values.sum()], np.random.default_rng(seed)
         )
         lib = pb.release_query(values, 3.0, 0.2, method=method, rng=np.random.default_rng(seed))
         assert ours[0] == pytest.approx(lib.value, rel=1e-12)

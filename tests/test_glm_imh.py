@@ -5,6 +5,7 @@ k independent draws (ESS = k) once the chains have converged."""
 
 import math
 import tracemalloc
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from scipy.spatial.distance import cdist
 
 import privbayes as pb
 from privbayes import BayesianLogisticRegression
+from privbayes.certified import round_up
 from privbayes.sampling import imh, pymc_backend
 
 Z = 4.5  # standard errors allowed; with ~40 comparisons per test a false alarm is ~1e-4
@@ -190,7 +192,8 @@ def test_size_k_releases_come_from_distinct_chains_and_compose():
     rel = pb.sample(model, (X, y), 2.0, 1.0, size=20, rng=4)
     assert rel.value.shape == (20, 3) and len({tuple(v) for v in rel.value}) == 20
     assert rel.diagnostics["chains"] == 20 and rel.eps <= 1.0
-    assert rel.eps == 20 * rel.calibration.eps
+    # composed: 20 x one draw's eps, exact and rounded up (docs/numerics.md §9)
+    assert rel.eps == round_up(20 * Fraction(rel.calibration.eps))
     again = pb.sample(model, (X, y), 2.0, 1.0, size=20, rng=4)
     np.testing.assert_array_equal(rel.value, again.value)  # threads do not break seeding
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..accounting.accountant import OrdersWarning, RdpAccountant
 from ..calibration import Calibration, calibrate
 from ..errors import InfeasiblePrivacyError
+from ..models import MeanQuery
 from ..models._dirichlet import DirichletFamily
 from ..validation import as_numeric_array, check_n, resolve_rng
 from .blackbox import AuditResult, audit
@@ -89,11 +90,14 @@ class CalibratedMechanism:
     def __init__(
         self, model, n, lam, eps, method: str = "diffused", *, query: bool = False, **options
     ) -> None:
+        self.query = bool(query)
+        if self.query:
+            if not (isinstance(model, DirichletFamily) and model.K == 2):
+                raise TypeError("query=True needs a BetaBernoulli model (the query's Beta prior)")
+            # the query's own mechanism: exact sum floored to 2^-8, its parameter grid
+            model = MeanQuery(*model._alpha.tolist())
         self.calibration = _calibration(model, n, lam, eps, method)
         self.model = model
-        self.query = bool(query)
-        if self.query and not (isinstance(model, DirichletFamily) and model.K == 2):
-            raise TypeError("query=True needs a BetaBernoulli model (the query's Beta prior)")
         self.options = options
 
     def __repr__(self) -> str:
@@ -109,8 +113,7 @@ class CalibratedMechanism:
         arr = as_numeric_array(data, "values")
         if arr.ndim != 1 or ((arr < 0) | (arr > 1)).any():
             raise ValueError("query values must be a 1-D array in [0, 1]")
-        s = float(arr.sum())
-        return np.array([s, max(arr.size - s, 0.0)]), int(arr.size)
+        return self.model._statistics(arr)
 
     def __call__(self, data, size: int | None = None, rng=None):
         stats_, n = self._statistics(data)
@@ -122,7 +125,10 @@ class CalibratedMechanism:
         value, log_value, _ = self.model._draw(
             stats_, self.calibration, resolve_rng(rng), size=size, **self.options
         )
-        return value if log_value is None else log_value
+        if log_value is None:
+            return value
+        # Beta releases keep (log theta, log(1 - theta)); the audit's scalar is log theta
+        return log_value[..., 0] if self.model.K == 2 else log_value
 
     def rdp(self, orders) -> np.ndarray:
         """Certified RDP curve of one release (array shaped like ``orders``)."""

@@ -4,7 +4,7 @@ Every model implements the hooks of :class:`privbayes.models.base.Model` (docs/m
 """
 
 from .base import Model
-from .beta_bernoulli import BetaBernoulli
+from .beta_bernoulli import BetaBernoulli, MeanQuery
 from .dirichlet_categorical import DirichletCategorical
 from .gamma_poisson import GammaPoisson
 from .logistic import BayesianLogisticRegression
@@ -15,6 +15,7 @@ __all__ = [
     "BetaBernoulli",
     "DirichletCategorical",
     "GammaPoisson",
+    "MeanQuery",
     "Model",
     "NormalKnownVariance",
 ]

@@ -12,6 +12,13 @@ with T the second difference of log-gamma in :mod:`privbayes.divergence`. Each o
 is convex in its count, so the sup over the polytope {c_i >= 1, c_j >= 0, c_i + c_j <= n}
 sits at a vertex: (1, 0), (n, 0), (1, n-1) (for K = 2 the segment c_i + c_j = n:
 (1, n-1), (n, 0)). Proof: docs/boundary.md. Tests compare it with brute force.
+
+Certified numerics (docs/numerics.md). The sampler's parameters are exact: alpha/m and r
+are rounded to a dyadic grid (:meth:`DirichletFamily._grid`) on which alpha/m + r*c is a
+float for every count c <= n, so the distributions sampled are exactly the ones analysed.
+The reported sup is a proven upper bound: every vertex term is bounded above rigorously
+(float chord bounds, or interval arithmetic where those are not tight) and the sums are
+rounded up. The plain float evaluation only drives the search for the knob.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ import math
 import numpy as np
 
 from .. import mechanisms
-from ..calibration import Calibration, solve_knob, step_down
+from ..calibration import Calibration, certify_down, solve_knob
+from ..certified import second_difference_bounds, second_difference_upper
 from ..divergence import _second_difference, _second_difference_1
 from ..errors import InfeasiblePrivacyError
 from ..sampling.conjugate import sample_dirichlet_log
@@ -30,6 +38,19 @@ from ._frozen import Frozen
 
 _SCALAR_MAX_K = 4  # up to this many categories the scalar path is faster
 _SLOPE = {"diffused": 2.0, "concentrated": 1.0}
+_GRID_DEN = 2.0**53 - 1
+_GRID_SAFETY = 1.0 + 2.0**-48  # covers the 5 roundings in the grid's size (< 5 u)
+_KL_ORDER = 1.0 + 2.0**-30  # KL <= D at this order (monotone in the order): docs/numerics.md
+_TIGHT = 2.0**-43  # a float bound whose gap to its lower twin is below this is final
+_PRESHRINK = 2.0**-42  # the float root, moved this far to the safe side before certifying
+
+
+def _pow2_ceil(t: float) -> float:
+    """Smallest power of two >= t (t > 0, finite), and at least 2^-1074."""
+    if not t > 2.0**-1074:
+        return 2.0**-1074
+    f, e = math.frexp(t)  # t = f 2^e, 0.5 <= f < 1
+    return math.ldexp(1.0, e - 1 if f == 0.5 else e)
 
 
 def _check_orders(orders) -> np.ndarray:
@@ -60,6 +81,9 @@ class DirichletFamily(Frozen):
 
     _alpha: np.ndarray  # prior concentrations, shape (K,)
     methods = mechanisms.CONJUGATE_METHODS
+    # counts are multiples of 2^-_count_bits (0: integer counts; statistical queries use
+    # fractional sums, see MeanQuery)
+    _count_bits = 0
 
     # -- public facts --------------------------------------------------------------
     @property
@@ -75,10 +99,14 @@ class DirichletFamily(Frozen):
         Parameters
         ----------
         n : int >= 0 (public). orders : scalar or array, >= 1 or inf.
-        r, m : knobs in (0, 1]; ``method`` is accepted for symmetry and ignored.
+        r, m : knobs in (0, 1]; ``method`` is accepted for symmetry and ignored. The
+            mechanism samples Dir(a + r' c) with (a, r') = ``_grid(n, r, m)``: alpha/m and
+            r rounded to the exact-parameter grid (docs/numerics.md §1), as the sampler does.
 
-        Returns an array shaped like ``orders`` (nats); inf where unbounded: at lam = inf
-        when n >= 1, and wherever min(alpha) / m <= r (lam - 1) (docs/boundary.md).
+        Returns an array shaped like ``orders`` (nats): proven upper bounds on the exact sup
+        (docs/numerics.md); inf where unbounded: at lam = inf when n >= 1, and wherever
+        min(alpha) / m <= r (lam - 1) (docs/boundary.md). Order 1 (KL) is bounded by the
+        order 1 + 2^-30.
         """
         n = check_n(n)
         r = check_unit_knob(r, "r")
@@ -90,22 +118,116 @@ class DirichletFamily(Frozen):
         out = np.full(flat.shape, np.inf)
         fin = np.isfinite(flat)
         if fin.any():
-            out[fin] = self._boundary_sup(n, flat[fin], r, m)[0]
+            uniq, inverse = np.unique(flat[fin], return_inverse=True)
+            out[fin] = self._certified_sup(n, uniq, r, m)[0][inverse]
         return out.reshape(orders.shape)
 
-    # -- the boundary sup -----------------------------------------------------------
-    def _vertex_terms(self, n: int, lam: np.ndarray, r: float, m: float) -> np.ndarray:
-        """U(1), U(n), V(0), V(n-1) for every category: shape (len(lam), 4, K)."""
-        a = self._alpha / m
-        x = np.concatenate([a, a + r * (n - 1), a + r, a + r * n])
-        h = np.concatenate([np.full(2 * a.size, r), np.full(2 * a.size, -r)])
-        t = _second_difference(x[None, :], h[None, :], lam[:, None])
-        return t.reshape(lam.size, 4, a.size)
+    # -- exact parameters -----------------------------------------------------------
+    def _grid(self, n: int, r: float, m: float) -> tuple[np.ndarray | None, float]:
+        """(a, r'): the prior a ~ alpha/m and the weight r' <= r the mechanism really uses.
 
-    def _boundary_sup(self, n: int, lam: np.ndarray, r: float, m: float):
-        """(sup over boundary pairs (L,), index of the worst (vertex, i, j) per order)."""
-        t = self._vertex_terms(n, lam, r, m)
-        t[np.isnan(t)] = np.inf  # never certify from a NaN
+        Every a_k + r' c, for c a multiple of 2^-_count_bits in [0, n], is a float, so the
+        sampler's ``a + r' * counts`` is exact (docs/numerics.md §1). a_k is alpha_k/m
+        rounded to a multiple of the power of two q_k >= (alpha_k/m + r n) / (2^53 - 1)
+        (at least q_k: tiny priors are rounded up), r' is r rounded down to a multiple of
+        max(q) 2^_count_bits. r' = 0 when r is below that step: the parameters cannot
+        carry the data any more. (None, 0) when alpha/m overflows.
+        """
+        rn = r * n
+        if self.K > _SCALAR_MAX_K:  # the same arithmetic, vectorised
+            with np.errstate(over="ignore", invalid="ignore"):
+                a_raw = self._alpha / m
+                t = (a_raw + rn) * _GRID_SAFETY / _GRID_DEN
+            if not np.isfinite(t).all():
+                return None, 0.0
+            f, e = np.frexp(t)
+            q = np.maximum(np.ldexp(1.0, np.where(f == 0.5, e - 1, e)), 2.0**-1074)
+            a = np.maximum(np.rint(a_raw / q), 1.0) * q
+            unit = math.ldexp(float(q.max()), self._count_bits)
+            return a, math.floor(r / unit) * unit
+        qs, a = [], []
+        for al in self._alpha.tolist():
+            # float64 sizes: q_k >= the exact (alpha_k/m + r n) / (2^53 - 1), see _GRID_SAFETY
+            a_raw = al / m
+            if not math.isfinite(a_raw + rn):
+                return None, 0.0
+            q = _pow2_ceil((a_raw + rn) * _GRID_SAFETY / _GRID_DEN)
+            a.append(max(round(a_raw / q), 1) * q)  # exact: the multiplier is < 2^53
+            qs.append(q)
+        unit = math.ldexp(max(qs), self._count_bits)
+        return np.array(a), math.floor(r / unit) * unit
+
+    def _unit(self, n: int, r: float, m: float) -> float:
+        """The grid step of r at (n, r, m): r' is r rounded down to a multiple of it."""
+        rn = r * n
+        q = max(_pow2_ceil((al / m + rn) * _GRID_SAFETY / _GRID_DEN) for al in self._alpha.tolist())
+        return math.ldexp(q, self._count_bits)
+
+    def _rel_step(self, n: int, method: str, knob: float) -> float:
+        """Relative resolution of the knob on the exact-parameter grid (0 if negligible)."""
+        if not knob > 0:
+            return 0.0
+        if method == "diffused":
+            return self._unit(n, knob, 1.0) / knob
+        a, _ = self._grid(n, 1.0, knob)  # concentrated: alpha/m moves on steps q_k
+        if a is None:
+            return 0.0
+        q = [_pow2_ceil((v + n) * _GRID_SAFETY / _GRID_DEN) for v in a.tolist()]
+        return max(qk / ak for qk, ak in zip(q, a.tolist(), strict=True))
+
+    def _knob_floor(self, n: int, method: str) -> float:
+        """Smallest knob whose grid still carries the data (r' > 0); inf if none does.
+
+        The grid step grows with r n and alpha/m, so the floor is found by a short
+        fixed-point iteration (diffused) or a closed form checked on the grid (concentrated).
+        """
+        if method == "direct":
+            return 1.0 if self._grid(n, 1.0, 1.0)[1] == 1.0 else math.inf
+        if method == "concentrated":
+            # r = 1 must be a multiple of the step: max(alpha)/m + n <~ (2^53 - 1) 2^-bits
+            room = _GRID_DEN * 2.0**-self._count_bits / _GRID_SAFETY**2 - n
+            if room <= 0:
+                return math.inf
+            m = min(1.0, float(self._alpha.max()) / room * (1 + 2.0**-40))
+            for _ in range(60):
+                if self._grid(n, 1.0, m)[1] == 1.0:
+                    return m
+                if m == 1.0:
+                    break
+                m = min(1.0, m * (1 + 2.0**-20))
+            return math.inf
+        r = self._unit(n, 0.0, 1.0)
+        for _ in range(64):  # r' > 0 iff r >= the step at r, which grows slowly with r
+            if r > 1.0:
+                return math.inf
+            step = self._unit(n, r, 1.0)
+            if r >= step:
+                return r
+            r = step
+        return math.inf
+
+    # -- the boundary sup -----------------------------------------------------------
+    def _vertex_params(self, n: int, r: float, m: float):
+        """Exact (x, h) of U(1), U(n), V(0), V(n-1) for every category, shape (4K,) each."""
+        a, rt = self._grid(n, r, m)
+        if a is None:
+            return None, None, rt
+        x = np.concatenate([a, a + rt * (n - 1), a + rt, a + rt * n])  # exact: the grid
+        h = np.concatenate([np.full(2 * a.size, rt), np.full(2 * a.size, -rt)])
+        return x, h, rt
+
+    def _vertex_terms(self, n: int, lam: np.ndarray, r: float, m: float) -> np.ndarray:
+        """Float values of U(1), U(n), V(0), V(n-1) for every category: (len(lam), 4, K)."""
+        x, h, rt = self._vertex_params(n, r, m)
+        if x is None:
+            return np.full((lam.size, 4, self.K), np.inf)
+        if rt == 0:
+            return np.zeros((lam.size, 4, self.K))
+        t = _second_difference(x[None, :], h[None, :], lam[:, None])
+        return t.reshape(lam.size, 4, self.K)
+
+    def _pair_max(self, t: np.ndarray):
+        """Per row of t (L, 4, K): (max over vertices and i != j of U_i + V_j, its index)."""
         named = {"1": t[:, 0], "n": t[:, 1], "0": t[:, 2], "n-1": t[:, 3]}
         k = self.K
         values, index = [], []
@@ -115,8 +237,74 @@ class DirichletFamily(Frozen):
             index.append((vert * k + i) * k + j)
         values, index = np.stack(values, 1), np.stack(index, 1)
         best = values.argmax(axis=1)
-        rows = np.arange(lam.size)
+        rows = np.arange(t.shape[0])
         return values[rows, best], index[rows, best]
+
+    def _boundary_sup(self, n: int, lam: np.ndarray, r: float, m: float):
+        """Float (not certified) sup over boundary pairs (L,) and the worst pair's index."""
+        t = self._vertex_terms(n, lam, r, m)
+        t[np.isnan(t)] = np.inf  # never certify from a NaN
+        return self._pair_max(t)
+
+    def _pair_terms(self, index: int) -> tuple[int, int]:
+        """Positions in the flat (4K,) term vector of the two terms of pair ``index``."""
+        k = self.K
+        vert, rest = divmod(index, k * k)
+        i, j = divmod(rest, k)
+        slot = {"1": 0, "n": 1, "0": 2, "n-1": 3}
+        a, b = self._vertices()[vert]
+        return slot[a] * k + i, slot[b] * k + j
+
+    def _certified_sup(self, n: int, lam: np.ndarray, r: float, m: float):
+        """Proven upper bounds on the sup at finite orders ``lam`` (L,), and worst indices.
+
+        Every vertex term T(a_k + r c, +-r) decreases in the prior a_k (docs/boundary.md,
+        Lemma 4), so the worst pair moves a record between the two categories with the
+        smallest a: 8 terms, whatever K. Each gets the float chord bound of
+        :func:`second_difference_bounds`; where the worst pair's terms are not provably
+        within 2^-43 of their true values, they are replaced by high-precision bounds
+        (:func:`second_difference_upper`) and the pair maximum is taken again, until the
+        worst pair is made of final terms. Sums are rounded up. Order 1 uses order
+        1 + 2^-30 (KL <= D_lam). docs/numerics.md §5.
+        """
+        lam = np.asarray(lam, float)
+        a, rt = self._grid(n, r, m)
+        if a is None:
+            return np.full(lam.shape, np.inf), np.zeros(lam.shape, int)
+        if rt == 0:  # the parameters ignore the data: the release is the prior
+            return np.zeros(lam.shape), np.zeros(lam.shape, int)
+        two = np.argsort(a, kind="stable")[:2]  # the two smallest priors
+        a2 = a[two]
+        x = np.concatenate([a2, a2 + rt * (n - 1), a2 + rt, a2 + rt * n])  # exact: the grid
+        h = np.array([rt] * 4 + [-rt] * 4)
+        lam_c = np.where(lam == 1.0, _KL_ORDER, lam)
+        lo, up = second_difference_bounds(x[None, :], h[None, :], lam_c[:, None])
+        final = np.isfinite(up) & (up - lo <= _TIGHT * up)
+        slot = {"1": 0, "n": 2, "0": 4, "n-1": 6}  # offsets of the 2-category blocks
+        pairs = [
+            (v, i, slot[ua] + i, slot[vb] + 1 - i)
+            for v, (ua, vb) in enumerate(self._vertices())
+            for i in (0, 1)
+        ]
+        k = self.K
+        out, worst = np.empty(lam.shape), np.zeros(lam.shape, int)
+        for row in range(lam.size):
+            urow, frow = up[row].tolist(), final[row].tolist()
+            while True:
+                value, v, i, tu, tv = max(
+                    (urow[tu] + urow[tv], v, i, tu, tv) for v, i, tu, tv in pairs
+                )
+                todo = [t for t in (tu, tv) if not frow[t]]
+                if not todo:
+                    break
+                for t in todo:
+                    bound = second_difference_upper(x[t], h[t], lam_c[row], estimate=lo[row, t])
+                    for s2 in range(8):  # equal priors share the bound
+                        if x[s2] == x[t] and h[s2] == h[t]:
+                            urow[s2], frow[s2] = min(urow[s2], bound), True
+            out[row] = math.nextafter(value, math.inf) if math.isfinite(value) else math.inf
+            worst[row] = (v * k + int(two[i])) * k + int(two[1 - i])
+        return out, worst
 
     def _pair_from_index(self, n: int, index: int) -> dict:
         """The hypothetical count vectors of the boundary pair number ``index``."""
@@ -158,8 +346,34 @@ class DirichletFamily(Frozen):
                 "instead, or ask for eps > 0",
                 reachable={"eps": "> 0"},
             )
+        floor = self._knob_floor(n, method)
+        if math.isinf(floor):
+            lo, hi = 0, n  # the largest n with a usable knob (bisection on the grid)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if math.isfinite(self._knob_floor(mid, method)) else (lo, mid)
+            limit = lo
+            raise InfeasiblePrivacyError(
+                f"method={method!r} cannot run on n={n} records: no knob keeps the posterior "
+                "parameters alpha/m + r*c exact in float64 for every count up to n "
+                f"(docs/numerics.md); use at most {limit} records"
+                + ("" if method == "diffused" else " or method='diffused'"),
+                reachable={"max_n": limit}
+                | ({} if method == "diffused" else {"method": "diffused"}),
+            )
         # sup is finite iff alpha_min / m > r (lam - 1)
         cap = a_min / (lam - 1.0)
+        knob_name = mechanisms.KNOB[method] or "knob"
+
+        def certify(value: float):
+            # certify the grid's fixed point: the weight r' the sampler will use
+            r, m = mechanisms.knobs(method, value)
+            r = self._grid(n, r, m)[1]
+            if r == 0:
+                return math.inf, 0
+            sup, worst = self._certified_sup(n, np.array([lam]), r, m)
+            return float(sup[0]), int(worst[0])
+
         if method == "direct":
             if cap <= 1.0:
                 raise InfeasiblePrivacyError(
@@ -168,7 +382,7 @@ class DirichletFamily(Frozen):
                     "or 'concentrated', or a smaller lam",
                     reachable={"max_lam": 1 + a_min},
                 )
-            achieved, worst = self._eps_at(n, lam, 1.0, 1.0)
+            achieved, worst = certify(1.0)
             if achieved > eps:
                 raise InfeasiblePrivacyError(
                     f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}, above "
@@ -176,56 +390,82 @@ class DirichletFamily(Frozen):
                     "method='diffused' or 'concentrated'",
                     reachable={"min_eps": achieved},
                 )
-            knob, evals = 1.0, 1
-        else:
-            worst_at: dict[float, int] = {}
-
-            def eps_of(value: float) -> float:
-                sup, worst_at[value] = self._eps_at(n, lam, *mechanisms.knobs(method, value))
-                return sup
-
-            knob, achieved, evals = solve_knob(
-                eps_of, eps, cap, _SLOPE[method], mechanisms.KNOB[method]
+            return Calibration(
+                method, 1.0, 1.0, lam, achieved, eps, n, self._pair_from_index(n, worst), 1, self
             )
-            worst = worst_at[knob]
-        # The certificate is what rdp() reports (the array path); the scalar path that
-        # drove the search may differ in the last digits, so step down until the array
-        # path agrees that the target holds.
-        if method == "direct" and float(self.rdp(n, lam)) > eps:
-            achieved = float(self.rdp(n, lam))
-            raise InfeasiblePrivacyError(
-                f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}; "
-                f"ask for eps >= {achieved:.6g}",
-                reachable={"min_eps": achieved},
-            )
-        knob, achieved = step_down(
-            knob,
-            lambda v: self.rdp(n, lam, *mechanisms.knobs(method, v)),
-            eps,
-            mechanisms.KNOB[method] or "knob",
+        if self._eps_at(n, lam, *mechanisms.knobs(method, floor))[0] > eps * (1 - 1e-6):
+            self._raise_below_floor(n, lam, eps, method, floor, certify(floor)[0])
+
+        def eps_of(value: float) -> float:
+            return self._eps_at(n, lam, *mechanisms.knobs(method, max(value, floor)))[0]
+
+        knob, _, evals = solve_knob(
+            eps_of, eps, cap, _SLOPE[method], knob_name, lambda v: self._rel_step(n, method, v)
         )
+        if knob < min(1.0, cap) * (1 - 2.0**-21):  # an interior root: the float value is
+            knob = max(knob * (1.0 - _PRESHRINK), floor)  # at the target; aim just below
+        try:
+            knob, (achieved, worst), steps = certify_down(
+                knob, certify, eps, knob_name, _SLOPE[method], floor
+            )
+        except InfeasiblePrivacyError:
+            self._raise_below_floor(n, lam, eps, method, floor, certify(floor)[0])
+            raise
         r, m = (float(v) for v in mechanisms.knobs(method, knob))
+        r = self._grid(n, r, m)[1]  # the weight the sampler uses (a fixed point of the grid)
         pair = self._pair_from_index(n, worst)
-        return Calibration(method, r, m, lam, achieved, eps, n, pair, evals, self)
+        return Calibration(method, r, m, lam, achieved, eps, n, pair, evals + steps, self)
+
+    def _raise_below_floor(self, n, lam, eps, method, floor: float, lowest: float) -> None:
+        """The target lies below what the smallest exact-grid knob certifies: say so."""
+        knob_name = mechanisms.KNOB[method]
+        if math.isinf(lowest):
+            r_min, m_min = mechanisms.knobs(method, floor)
+            a_min = float(self._grid(n, r_min, m_min)[0].min())
+            max_lam = 1.0 + a_min / r_min
+            raise InfeasiblePrivacyError(
+                f"method={method!r} cannot certify any finite eps at lam={lam:g} for n={n}: "
+                f"the sup is finite only while r (lam - 1) < min(alpha) / m, and even the "
+                f"smallest {knob_name} whose posterior parameters alpha/m + r*c are exact in "
+                f"float64 ({floor:.3g}) breaks that (docs/numerics.md). Reachable: "
+                f"lam < {max_lam:.6g} with this prior and n, or a larger min(alpha) (now "
+                f"{float(self._alpha.min()):.3g}; a tiny one beside large ones forces this)",
+                reachable={"max_lam": max_lam, "min_alpha": "larger"},
+            )
+        if lowest > eps:
+            raise InfeasiblePrivacyError(
+                f"eps={eps:g} is below the smallest eps this mechanism can certify at "
+                f"lam={lam:g} for n={n} ({lowest:.6g}): the {knob_name} would fall below "
+                f"{floor:.3g}, where the posterior parameters alpha/m + r*c can no longer "
+                f"be exact in float64 (docs/numerics.md); ask for eps >= {lowest:.6g}",
+                reachable={"min_eps": lowest},
+            )
 
     def _eps_at(self, n: int, lam: float, r: float, m: float) -> tuple[float, int]:
-        """(certified sup at one order, index of the worst pair): the calibrator's loop."""
+        """(float sup at one order, index of the worst pair): the search's fast loop.
+
+        Not a certificate (the calibrator certifies its final knob): the same boundary
+        formulas at the grid's exact parameters, in float.
+        """
+        if not (r > 0 and m > 0):
+            return math.inf, 0  # a knob that underflowed to 0: no certificate
         if self.K > _SCALAR_MAX_K:
             sup, best = self._boundary_sup(n, np.array([lam]), r, m)
             return float(sup[0]), int(best[0])
         # Same vertices as _boundary_sup, in plain Python floats (numpy's per-call
         # overhead dominates for a few numbers); tests check the two agree.
         t = _second_difference_1
-        if not (r > 0 and m > 0):
-            return math.inf, 0  # a knob that underflowed to 0: no certificate
-        a = [float(v) / float(m) for v in self._alpha]
-        if not all(math.isfinite(ai + r * n) for ai in a):
+        a_arr, rt = self._grid(n, r, m)
+        if a_arr is None:
             return math.inf, 0  # alpha/m overflowed: no certificate this close to m = 0
+        if rt == 0:
+            return 0.0, 0
+        a = a_arr.tolist()
         named = {
-            "1": [t(ai, r, lam) for ai in a],
-            "n": [t(ai + r * (n - 1), r, lam) for ai in a],
-            "0": [t(ai + r, -r, lam) for ai in a],
-            "n-1": [t(ai + r * n, -r, lam) for ai in a],
+            "1": [t(ai, rt, lam) for ai in a],
+            "n": [t(ai + rt * (n - 1), rt, lam) for ai in a],
+            "0": [t(ai + rt, -rt, lam) for ai in a],
+            "n-1": [t(ai + rt * n, -rt, lam) for ai in a],
         }
         k = self.K
         sup, worst = max(
@@ -250,11 +490,17 @@ class DirichletFamily(Frozen):
         return self._records(codes), self._records(neighbour)
 
     # -- release ------------------------------------------------------------------
+    def _params(self, counts: np.ndarray, cal: Calibration) -> np.ndarray:
+        """The exact parameters a + r' counts of the release (docs/numerics.md §1)."""
+        a, rt = self._grid(cal.n, cal.r, cal.m)
+        if a is None:
+            raise RuntimeError("calibration and grid disagree; please report this as a bug")
+        return a + rt * np.asarray(counts, float)
+
     def _draw(self, counts: np.ndarray, cal: Calibration, rng, size: int | None = None, **_opt):
-        """(value, log value, None) from Dir(alpha/m + r*counts); exact, no diagnostics.
+        """(value, log value, None) from Dir(a + r' counts); exact, no diagnostics.
 
         ``size=k`` draws k independent values in one vectorised call (leading axis k).
         """
-        params = self._alpha / cal.m + cal.r * counts
-        value, log_value = self._value(sample_dirichlet_log(params, rng, size))
+        value, log_value = self._value(sample_dirichlet_log(self._params(counts, cal), rng, size))
         return value, log_value, None

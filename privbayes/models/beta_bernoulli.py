@@ -1,6 +1,12 @@
-"""Beta-Bernoulli: theta ~ Beta(alpha, beta), x_i ~ Bernoulli(theta), x_i in {0, 1}."""
+"""Beta-Bernoulli: theta ~ Beta(alpha, beta), x_i ~ Bernoulli(theta), x_i in {0, 1}.
+
+Also :class:`MeanQuery`, the statistical query's Beta release of a mean of values in [0, 1].
+"""
 
 from __future__ import annotations
+
+import itertools
+import math
 
 import numpy as np
 
@@ -17,8 +23,9 @@ class BetaBernoulli(DirichletFamily):
     alpha, beta : float > 0, the prior's pseudo-counts of ones and zeros (public).
 
     Data for :func:`privbayes.sample`: a 1-D array of 0/1 values (bools accepted), shape (n,).
-    The released value is theta in [0, 1] (a float; in (0, 1) up to float64 underflow, see
-    ``PrivateSample.log_value``).
+    The released value is theta in [0, 1] (a float; in (0, 1) up to float64 rounding).
+    ``PrivateSample.log_value`` holds both logs, (log theta, log(1 - theta)), shape (2,)
+    (or (k, 2) with ``size=k``): each exact where theta rounds to 0 or to 1.
 
     Source: paper §3, Corollary 2 (boundary pairs (0,1), (1,0), (n,n-1), (n-1,n)).
     """
@@ -44,17 +51,69 @@ class BetaBernoulli(DirichletFamily):
                 f"data must hold only 0 or 1; data[{i}] = {float(arr[i])!r} "
                 f"({bad.size} value(s) outside {{0, 1}})"
             )
-        k = float(arr.sum())
-        return np.array([k, arr.size - k]), int(arr.size)
+        k = int(np.count_nonzero(arr))  # an exact integer count
+        return np.array([k, arr.size - k], dtype=float), int(arr.size)
 
     def _records(self, codes: np.ndarray) -> np.ndarray:
         """0/1 records from category codes (category 0 counts the ones)."""
         return (codes == 0).astype(float)
 
     def _value(self, log_p: np.ndarray):
-        if log_p.ndim == 1:
-            return float(simplex_from_log(log_p)[0]), float(log_p[0])
-        p, lp = simplex_from_log(log_p)[:, 0], np.array(log_p[:, 0])
-        p.setflags(write=False)
+        """(theta, (log theta, log(1 - theta))): shapes () and (2,), or (k,) and (k, 2)."""
+        lp = np.array(log_p)
         lp.setflags(write=False)
+        if log_p.ndim == 1:
+            return float(simplex_from_log(log_p)[0]), lp
+        p = simplex_from_log(log_p)[:, 0]
+        p.setflags(write=False)
         return p, lp
+
+
+QUERY_SUM_BITS = 8  # a query's sum is floored to a multiple of 2^-8 (docs/numerics.md §7)
+
+
+class MeanQuery(BetaBernoulli):
+    """The statistical query's release: Beta(alpha/m + r S, beta/m + r (n - S)).
+
+    S is the sum of n values in [0, 1], floored *exactly* to a multiple of 2^-8: a
+    neighbour moves the exact sum by at most 1, and flooring to a grid that contains the
+    integers keeps that bound (floor(s + 1) = floor(s) + 1 and floor is monotone), so the
+    boundary reduction for fractional sums (docs/boundary.md, Lemma 3) applies unchanged,
+    while alpha/m + r S stays an exact float (docs/numerics.md §7). The floor moves the
+    mean by less than 2^-8 / n. Used by :func:`privbayes.release_query`.
+    """
+
+    _count_bits = QUERY_SUM_BITS
+
+    def __repr__(self) -> str:
+        return f"MeanQuery(alpha={self.alpha!r}, beta={self.beta!r})"
+
+    def _statistics(self, data) -> tuple[np.ndarray, int]:
+        arr = np.asarray(data, dtype=float)
+        if arr.ndim != 1 or not ((arr >= 0) & (arr <= 1)).all():
+            raise ValueError("query values must be a 1-D array of numbers in [0, 1]")
+        s = floor_sum(arr, QUERY_SUM_BITS)
+        return np.array([s, arr.size - s]), int(arr.size)
+
+
+def floor_sum(values: np.ndarray, bits: int) -> float:
+    """floor(2^bits * sum(values)) / 2^bits, exactly, for values in [0, 1] (n <= 2^(53-bits)).
+
+    Values already on the grid add exactly in any order. Otherwise ``math.fsum`` gives the
+    correctly rounded sum s; no multiple of 2^-bits lies strictly between s and the exact
+    sum (it would be a float nearer to the sum than s), so floor(s) is right unless s is
+    itself on the grid, where the sign of the exact residual (sum - s, again by fsum)
+    decides.
+    """
+    scale = 2.0**bits
+    values = np.asarray(values, dtype=float)
+    if values.size > 2 ** (53 - bits):
+        raise ValueError(f"at most 2**{53 - bits} values can be summed exactly on the grid")
+    scaled = values * scale  # exact: a power of two
+    if (scaled == np.floor(scaled)).all():
+        return float(np.sum(values))  # every partial sum is a float: exact
+    s = math.fsum(values)
+    k = math.floor(s * scale)
+    if k == s * scale and math.fsum(itertools.chain(values, (-s,))) < 0:
+        k -= 1
+    return k / scale

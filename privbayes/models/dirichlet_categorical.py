@@ -43,7 +43,7 @@ class DirichletCategorical(DirichletFamily):
                     f"data must hold integer category codes in 0..{k - 1} (K={k} from alpha); "
                     f"data[{i}] = {float(arr[i])!r}"
                 )
-            return np.bincount(arr.astype(int), minlength=k).astype(float), int(arr.size)
+            return np.bincount(arr.astype(np.int64), minlength=k).astype(float), int(arr.size)
         if arr.ndim == 2:
             if arr.shape[1] != k:
                 raise ValueError(
@@ -55,7 +55,8 @@ class DirichletCategorical(DirichletFamily):
                 raise ValueError(
                     f"one-hot data must have exactly one 1 per row; row {i} is {arr[i]}"
                 )
-            return arr.sum(axis=0), int(arr.shape[0])
+            # exact integer counts (a float column sum is exact too, below 2^53)
+            return np.count_nonzero(arr, axis=0).astype(float), int(arr.shape[0])
         raise ValueError(f"data must be codes (n,) or one-hot rows (n, K); got shape {arr.shape}")
 
     def _records(self, codes: np.ndarray) -> np.ndarray:

@@ -11,18 +11,26 @@ derivation, docs/glm.md) the zCDP-type curves
 
 and, for OPS (Wang, Fienberg, Smola 2015: prior truncated to ||w|| <= R, likelihood ** t),
 pure eps0-DP with eps0 = 2 t c R, converted to RDP by the tight formula.
+
+Certificates are proven upper bounds for the floats the samplers use (docs/numerics.md §8):
+the closed forms are evaluated in exact rationals at the float prior precision n*beta/m and
+weight r, then rounded up; c and R are enlarged to cover the rounding of the float norms
+that decide ||x|| <= c (here) and ||w|| <= R (the OPS samplers); OPS's pure-DP curve is
+evaluated in interval arithmetic.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import optimize
 
 from .. import mechanisms
 from ..accounting.curves import pure_dp_rdp
-from ..calibration import Calibration, step_down
+from ..calibration import Calibration, certify_down
+from ..certified import pure_dp_rdp_upper, round_down, round_up
 from ..errors import InfeasiblePrivacyError
 from ..validation import as_numeric_array, check_n, check_positive, check_unit_knob
 from ._frozen import Frozen
@@ -40,6 +48,19 @@ BACKEND_DEFAULTS = {
 }
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
+MAX_FEATURES = 2**24  # d the certificates cover (the OPS ball's float norm test)
+PREC_MAX = 1e200  # largest prior precision n beta / m the samplers are trusted with
+_U = Fraction(1, 2**53)
+
+
+def _norm_error(d: int) -> Fraction:
+    """Relative bound on how far a float 2-norm in d dims can fall below the true norm.
+
+    sqrt(fl(sum fl(x_i^2))) >= ||x|| sqrt((1-u)(1-gamma_{d-1})) (1-u) for any summation
+    order (positive terms), so ||x|| <= fl-norm (1 + (d+2) u) for d <= 2^24; the extra
+    2^-160 covers squares lost to underflow when the bound is >= 1e-100 (docs/numerics.md §8).
+    """
+    return (d + 2) * _U + Fraction(1, 2**160)
 
 
 def _scale(value, name: str) -> float:
@@ -237,8 +258,11 @@ class BayesianLogisticRegression(Frozen):
             )
         if self.fit_intercept:  # the certificate's bound c covers the row [x, s]
             x = np.hstack([x, np.full((x.shape[0], 1), self.intercept_scaling)])
+        if x.shape[1] > MAX_FEATURES:
+            raise ValueError(f"X has d = {x.shape[1]} features; at most 2**24 are supported")
         norms = np.linalg.norm(x, axis=1)
-        over = np.flatnonzero(norms > self.c * (1 + NORM_SLACK))
+        # rows pass when even the float norm's rounding keeps them within the certificate's c
+        over = np.flatnonzero(norms > self._norm_threshold(x.shape[1]))
         if over.size:
             first = ", ".join(str(int(i)) for i in over[:5])
             bound = (
@@ -275,10 +299,13 @@ class BayesianLogisticRegression(Frozen):
     ):
         """Certified RDP curve for data sets of size n; array shaped like ``orders``.
 
-        ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R. The bound on
-        the feature norm includes the validation slack, c (1 + 1e-12). backend="langevin":
-        the certificate of the K-step algorithm with the public ``sampler`` parameters
-        (``Calibration.sampler``; None recomputes them), docs/langevin.md.
+        ``method="ops"`` reads ``r`` as the tempering t: pure eps0 = 2 t c R. Every value is
+        a proven upper bound for the samplers' float parameters: the prior precision
+        n*beta/m as they compute it, c (1 + 2e-12) for the rows that validation accepts and
+        R enlarged by the float norm's rounding (docs/numerics.md §8). inf where the prior
+        precision overflows. backend="langevin": the certificate of the K-step algorithm
+        with the public ``sampler`` parameters (``Calibration.sampler``; None recomputes
+        them), docs/langevin.md.
         """
         n = check_n(n)
         r = check_unit_knob(r, "r")
@@ -293,19 +320,48 @@ class BayesianLogisticRegression(Frozen):
 
             return langevin.model_rdp(self, n, lam, r, m, method, sampler)
         if method == "ops":
-            return pure_dp_rdp(lam, self._ops_eps0(r))
-        with np.errstate(invalid="ignore", over="ignore"):
-            return lam * (self._rho(n) * (r * r * m))
+            return pure_dp_rdp_upper(lam, self._ops_eps0(r))
+        rho = self._rho_exact(n, r, m)
+        out = np.full(lam.shape, np.inf)
+        if rho is None:
+            return out
+        flat, res = lam.ravel(), out.ravel()
+        uniq, inverse = np.unique(flat, return_inverse=True)
+        vals = [round_up(Fraction(v) * rho) if math.isfinite(v) else math.inf for v in uniq]
+        res[:] = np.asarray(vals)[inverse]
+        return res.reshape(lam.shape)
 
-    def _c_cert(self) -> float:
-        return self.c * (1.0 + NORM_SLACK)
+    def _c_cert(self) -> Fraction:
+        """The bound on the true norm of every accepted row: c (1 + 2 NORM_SLACK), exact."""
+        return Fraction(self.c) * (1 + 2 * Fraction(NORM_SLACK))
 
-    def _rho(self, n: int) -> float:
-        """The direct method's zCDP constant 2 c^2 / (n beta)."""
-        return 2.0 * self._c_cert() ** 2 / (n * self.beta)
+    def _norm_threshold(self, d: int) -> float:
+        """Largest float norm a row of X (d features) may show: its true norm is then
+        <= c (1 + 2 NORM_SLACK) whatever the rounding. Rows scaled onto the sphere of
+        radius c pass for d up to ~9000."""
+        return round_down(self._c_cert() / (1 + _norm_error(d)))
+
+    def _prior_precision(self, n: int, m: float) -> float:
+        """n beta / m, exactly the float expression both GLM samplers evaluate."""
+        return n * self.beta / m
+
+    def _rho_exact(self, n: int, r: float = 1.0, m: float = 1.0) -> Fraction | None:
+        """2 c^2 r^2 / prec exactly, prec the samplers' float n*beta/m (None: overflow)."""
+        prec = self._prior_precision(n, m)
+        if not (math.isfinite(prec) and prec > 0):
+            return None
+        return 2 * self._c_cert() ** 2 * Fraction(r) ** 2 / Fraction(prec)
+
+    def _rho(self, n: int, r: float = 1.0, m: float = 1.0) -> float:
+        """The zCDP constant 2 c^2 r^2 / (n beta / m), rounded up (inf on overflow)."""
+        rho = self._rho_exact(n, r, m)
+        return math.inf if rho is None else round_up(rho)
 
     def _ops_eps0(self, t: float) -> float:
-        return 2.0 * t * self._c_cert() * self.radius
+        """eps0 = 2 t c R over the ball that the samplers' float norm test really keeps,
+        ||w|| <= R (1 + (2^24 + 2) u + 2^-160): exact, rounded up."""
+        r_eff = Fraction(self.radius) * (1 + _norm_error(MAX_FEATURES))
+        return round_up(2 * Fraction(t) * self._c_cert() * r_eff)
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
         method = mechanisms.check_method(method, GLM_METHODS)
@@ -323,14 +379,22 @@ class BayesianLogisticRegression(Frozen):
         if method == "ops":
             return self._calibrate_ops(n, lam, eps)
         rho = self._rho(n)
-        direct = rho * lam
-        if not math.isfinite(direct):
+        if math.isinf(lam) or math.isinf(rho * lam):
             raise InfeasiblePrivacyError(
                 f"method={method!r} has no finite eps at lam={lam:g} (its bound grows like "
                 f"{rho:.3g} * lam); use a smaller lam or method='ops' (pure DP)",
                 reachable={"lam": "finite", "method": "ops"},
             )
+
+        def certify(knob: float):
+            return (float(self.rdp(n, lam, *mechanisms.knobs(method, knob), method=method)),)
+
+        name = mechanisms.KNOB[method] or "knob"
+        # closed-form guesses in logs (no overflow or underflow on the way)
+        log_gap = math.log(eps) - math.log(lam) - math.log(rho)
+        floor = 2.0**-1074
         if method == "direct":
+            direct = certify(1.0)[0]
             if direct > eps:
                 raise InfeasiblePrivacyError(
                     f"direct sampling certifies eps={direct:.6g} at lam={lam:g} for n={n}, "
@@ -340,54 +404,66 @@ class BayesianLogisticRegression(Frozen):
                 )
             knob = 1.0
         elif method == "diffused":
-            knob = min(1.0, math.sqrt(eps / direct))
+            knob = math.exp(min(0.0, log_gap / 2))
         else:
-            knob = min(1.0, eps / direct)
-        # The certificate is what rdp() computes; step down until it meets the target.
-        knob, achieved = step_down(
-            knob,
-            lambda v: self.rdp(n, lam, *mechanisms.knobs(method, v), method=method),
-            eps,
-            mechanisms.KNOB[method] or "knob",
-        )
+            # the samplers' prior precision n beta / m must stay <= PREC_MAX
+            floor = min(1.0, round_up(Fraction(n) * Fraction(self.beta) / Fraction(PREC_MAX)))
+            while self._prior_precision(n, floor) > PREC_MAX:
+                floor = math.nextafter(floor, 2.0)
+            knob = math.exp(min(0.0, log_gap))
+            lowest = certify(floor)[0]
+            if lowest > eps:
+                raise InfeasiblePrivacyError(
+                    f"method='concentrated' certifies at least eps={lowest:.6g} at lam={lam:g} "
+                    f"for n={n}: a smaller eps needs a prior precision n*beta/m above "
+                    f"{PREC_MAX:g}; ask for eps >= {lowest:.6g} or use method='diffused'",
+                    reachable={"min_eps": lowest, "method": "diffused"},
+                )
+        knob = min(1.0, max(knob, floor))
+        knob, (achieved,), steps = certify_down(knob, certify, eps, name, 2.0, floor)
         r, m = mechanisms.knobs(method, knob)
-        return Calibration(method, r, m, lam, achieved, eps, n, None, 1, self)
+        return Calibration(method, r, m, lam, achieved, eps, n, None, steps, self)
 
     def _calibrate_ops(self, n: int, lam: float, eps: float) -> Calibration:
-        """Largest eps0 whose tight RDP conversion meets eps at lam; t = eps0 / (2 c R)."""
-        e_full = self._ops_eps0(1.0)
-        if float(pure_dp_rdp(lam, e_full)) <= eps:
-            t, evals = 1.0, 1
-        elif math.isinf(lam):
-            t, evals = eps / e_full, 1
-        else:
-            # eps(lam; e) grows from 0 to e_full; solve in log(e) (roots can be ~1e-10)
-            def gap(log_e: float) -> float:
-                v = float(pure_dp_rdp(lam, math.exp(log_e)))
-                # below the smallest double the curve underflows: any log below -745 is
-                # just as far under the target, and keeps the gap monotone
-                return (math.log(v) if v > 0 else -800.0) - math.log(eps)
+        """Largest eps0 whose tight RDP conversion meets eps at lam; t = eps0 / (2 c R).
 
-            lo = math.log(e_full) - 1.0
-            while gap(lo) > 0 and lo > -700:
-                lo -= 2.0 * (gap(lo) + 1.0)
-            if gap(lo) > 0:
-                raise InfeasiblePrivacyError(
-                    f"eps={eps:g} is below what OPS can certify", reachable={"eps": "larger"}
-                )
-            res = optimize.brentq(
-                gap,
-                lo,
-                math.log(e_full),
-                xtol=1e-13,
-                rtol=4 * np.finfo(float).eps,
-                full_output=True,
-            )
-            t, evals = math.exp(res[0]) / e_full, res[1].function_calls
-        t, achieved = step_down(
-            min(t, 1.0), lambda v: pure_dp_rdp(lam, self._ops_eps0(v)), eps, "tempering t"
-        )
-        return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals, self)
+        A float search for eps0, then :func:`certify_down` on the certified curve
+        (interval arithmetic at the exact, rounded-up eps0 of t)."""
+
+        def certify(t: float):
+            return (float(pure_dp_rdp_upper(lam, self._ops_eps0(t))),)
+
+        evals = 1
+        log_full = math.log(self._ops_eps0(1.0)) if math.isfinite(self._ops_eps0(1.0)) else 710.0
+        if certify(1.0)[0] <= eps:
+            t = 1.0
+        else:
+            if math.isinf(lam):
+                log_e = math.log(eps)
+            else:
+                # eps(lam; e) grows from 0 to e: solve in log(e) (roots can be ~1e-160)
+                def gap(log_e: float) -> float:
+                    with np.errstate(all="ignore"):  # lam * e may overflow: the curve is e
+                        v = float(pure_dp_rdp(lam, math.exp(log_e)))
+                    # below the smallest double the curve underflows: any log below -745 is
+                    # just as far under the target, and keeps the gap monotone
+                    return (math.log(v) if v > 0 else -800.0) - math.log(eps)
+
+                hi = min(log_full, 700.0)
+                lo = hi - 1.0
+                while gap(lo) > 0 and lo > -740:
+                    lo -= 2.0 * (gap(lo) + 1.0)
+                if gap(lo) > 0 or gap(hi) <= 0:
+                    log_e = lo if gap(lo) <= 0 else -745.0
+                else:
+                    res = optimize.brentq(
+                        gap, lo, hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, full_output=True
+                    )
+                    log_e, evals = res[0], res[1].function_calls
+            t = math.exp(min(0.0, log_e - log_full))
+        t = max(t, 2.0**-1074)
+        t, (achieved,), steps = certify_down(t, certify, eps, "tempering t", 1.0, 2.0**-1074)
+        return Calibration("ops", t, 1.0, lam, achieved, eps, n, None, evals + steps, self)
 
     def _worst_pair(self, n: int, cal: Calibration, *, d: int = 1):
         """((X, y), (X, y')): n - 1 records x = 0 and one x = c e_1 labelled +1 vs -1.
