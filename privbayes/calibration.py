@@ -172,7 +172,7 @@ def solve_knob(
     """Largest knob in (0, 1] with ``eps_of(knob) <= eps``; returns (knob, eps_of(knob), evals).
 
     ``eps_of`` must be finite on (0, cap), where it grows from 0 (checked numerically for
-    the conjugate models, BACKGROUND.md §3) and, when cap <= 1, blows up like
+    the conjugate models, docs/background.md §3) and, when cap <= 1, blows up like
     -log(cap - knob) at the cap. ``slope`` is d log eps / d log knob for small knobs.
 
     We search in w with knob = e^w (cap > 1) or knob = cap * expit(w) (cap <= 1): log eps is

@@ -1,4 +1,4 @@
-"""Closed-form Rényi divergences, evaluated stably (BACKGROUND.md §1, §3).
+"""Closed-form Rényi divergences, evaluated stably (docs/background.md §1, §3).
 
 Inside one exponential family with log-partition C,
 
@@ -285,7 +285,7 @@ def renyi_dirichlet(a1, a2, lam) -> np.ndarray | float:
     ------
     ValueError : non-positive or non-finite parameters, lam <= 0 or NaN.
 
-    Source: BACKGROUND.md §3 (closed form); stable evaluation is our derivation
+    Source: docs/background.md §3 (closed form); stable evaluation is our derivation
     (docs/divergence.md), tested against mpmath.
     """
     a1 = _check_params(a1, "a1")
@@ -314,7 +314,7 @@ def renyi_expfam(
     lam,
     in_domain: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray | float:
-    """Generic closed form inside one exponential family (BACKGROUND.md §3).
+    """Generic closed form inside one exponential family (docs/background.md §3).
 
     ``D = [C(lam*eta1 + (1-lam)*eta2) - lam*C(eta1) - (1-lam)*C(eta2)] / (lam - 1)``.
 

@@ -1,7 +1,7 @@
 """Closed-form Rényi divergences of Gamma and Normal distributions, evaluated stably.
 
 Both are exponential families, so D_lam = [C(lam*eta1 + (1-lam)*eta2) - lam*C(eta1)
-- (1-lam)*C(eta2)] / (lam - 1) (BACKGROUND.md §3). Derivations and the stable forms:
+- (1-lam)*C(eta2)] / (lam - 1) (docs/background.md §3). Derivations and the stable forms:
 docs/gamma_poisson.md (Gamma) and docs/normal.md (Normal), our own; tests check them
 against mpmath at 60+ digits.
 
@@ -119,7 +119,7 @@ def renyi_gamma(a1, b1, a2, b2, lam) -> np.ndarray | float:
     error grows like 1e-16 times the ratio of the terms to the result (docs/gamma_poisson.md).
 
     Raises ValueError for non-positive or non-finite parameters and lam <= 0 or NaN.
-    Source: BACKGROUND.md §3 (exponential-family closed form); stable evaluation ours.
+    Source: docs/background.md §3 (exponential-family closed form); stable evaluation ours.
     """
     a1, b1 = _positive(a1, "a1"), _positive(b1, "b1")
     a2, b2 = _positive(a2, "a2"), _positive(b2, "b2")
@@ -208,7 +208,7 @@ def renyi_normal(mu1, sigma1, mu2, sigma2, lam) -> np.ndarray | float:
     variances give lam (mu1 - mu2)^2 / (2 sigma^2): no pure-DP (lam = inf) bound exists.
 
     Raises ValueError for non-finite means, non-positive or non-finite sigmas, lam <= 0.
-    Source: BACKGROUND.md §3 (exponential-family closed form; Gil, Alajaji & Linder 2013
+    Source: docs/background.md §3 (exponential-family closed form; Gil, Alajaji & Linder 2013
     give the same formula); stable evaluation ours (docs/normal.md).
     """
     mu1, mu2 = _finite(mu1, "mu1"), _finite(mu2, "mu2")

@@ -1,4 +1,5 @@
-"""RDP curves and the accountant against ../shared/reference/accounting.md and quadrature."""
+"""RDP curves and the accountant against published reference values (docs/accounting.md §7)
+and quadrature."""
 
 import math
 import warnings

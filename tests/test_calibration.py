@@ -54,7 +54,7 @@ def test_certified_eps_never_exceeds_target_and_knob_is_tight(model, n, lam, eps
 
 @pytest.mark.parametrize("method", ["diffused", "concentrated"])
 def test_eps_is_increasing_in_the_knob(method):
-    """BACKGROUND.md: monotone in r and m, checked numerically (not proven)."""
+    """docs/background.md: monotone in r and m, checked numerically (not proven)."""
     knobs = np.geomspace(1e-6, 1.0, 200)
     for model in [BetaBernoulli(0.3, 4.0), DirichletCategorical([0.5, 1.0, 7.0])]:
         for n in [1, 7, 1000]:

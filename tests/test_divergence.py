@@ -1,4 +1,4 @@
-"""Closed forms against independent truth: BACKGROUND.md §6, quadrature, mpmath."""
+"""Closed forms against independent truth: docs/background.md §6, quadrature, mpmath."""
 
 import math
 
@@ -10,7 +10,7 @@ from scipy import integrate, optimize, special, stats
 from privbayes import renyi_beta, renyi_dirichlet, renyi_expfam
 from privbayes.divergence import _second_difference, _second_difference_1
 
-REFERENCE = [  # BACKGROUND.md §6
+REFERENCE = [  # docs/background.md §6
     (2.0, (3, 5), (4, 4), 0.628608659422),
     (1.5, (3, 5), (4, 4), 0.454909581916),
     (5.0, (11, 91), (12, 90), 0.293930851949),

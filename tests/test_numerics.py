@@ -39,7 +39,7 @@ def _log_partition(p):
 
 
 def _renyi(p, q, lam):
-    """D_lam(Dir(p) || Dir(q)) at 80 digits from the closed form (BACKGROUND.md §3)."""
+    """D_lam(Dir(p) || Dir(q)) at 80 digits from the closed form (docs/background.md §3)."""
     lam = mp.mpf(lam)
     p, q = [mp.mpf(float(v)) for v in p], [mp.mpf(float(v)) for v in q]
     if lam == 1:

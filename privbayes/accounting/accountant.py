@@ -1,4 +1,4 @@
-"""RDP accountant: compose curves, convert to (eps, delta)-DP (BACKGROUND.md §1,
+"""RDP accountant: compose curves, convert to (eps, delta)-DP (docs/background.md §1,
 docs/accounting.md §3-§5).
 
 Events and accountant kept apart, as in Google's dp_accounting: a *curve* is anything
@@ -81,7 +81,7 @@ def sorted_orders(orders) -> np.ndarray:
 
 
 def rdp_to_dp(orders, eps, delta: float, method: str = "improved") -> np.ndarray:
-    """eps of (eps, delta)-DP implied by RDP eps at each order (BACKGROUND.md §1).
+    """eps of (eps, delta)-DP implied by RDP eps at each order (docs/background.md §1).
 
     ``improved`` (default; Canonne-Kamath-Steinke 2020 Prop. 12 / Balle et al. 2020 Thm 21):
     eps + log((lam-1)/lam) - (log delta + log lam)/(lam-1), clamped at 0.

@@ -1,4 +1,4 @@
-"""RDP curves eps(orders) of standard mechanisms, vectorised over orders (BACKGROUND.md §1-§2).
+"""RDP curves eps(orders) of standard mechanisms, vectorised over orders (docs/background.md §1-§2).
 
 Every function takes ``orders`` (scalar or array, each >= 1 or inf; order 1 is the KL
 limit) and returns an array of the same shape, in nats, ``inf`` where unbounded.
@@ -86,7 +86,7 @@ def _two_point_rdp(t: np.ndarray, ell: float, skew: float) -> np.ndarray:
 
 
 def pure_dp_rdp(orders, eps0: float) -> np.ndarray:
-    """Tight RDP curve of a pure eps0-DP mechanism (Bun & Steinke 2016; BACKGROUND.md §1).
+    """Tight RDP curve of a pure eps0-DP mechanism (Bun & Steinke 2016; docs/background.md §1).
 
     ``1/(lam-1) * log[(sinh(lam e) - sinh((lam-1) e)) / sinh(e)]``, which is randomized
     response with p = e^e / (1 + e^e); evaluated as ``log1p(2 sinh^2(t e/2) + tanh(e/2)
