@@ -161,6 +161,14 @@ def certify_down(
     )
 
 
+def step_down(
+    knob: float, certify: Callable[[float], float], eps: float, name: str
+) -> tuple[float, float]:
+    """:func:`certify_down` for a certificate that returns a single float: (knob, eps)."""
+    knob, res, _ = certify_down(knob, lambda v: (float(certify(v)),), eps, name)
+    return knob, float(res[0])
+
+
 def solve_knob(
     eps_of: Callable[[float], float],
     eps: float,

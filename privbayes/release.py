@@ -17,7 +17,7 @@ from .calibration import Calibration
 from .certified import round_up
 from .mechanisms import CONJUGATE_METHODS, check_method
 from .models import MeanQuery
-from .validation import as_numeric_array, check_bool, check_eps, check_lam, resolve_rng
+from .validation import check_bool, check_eps, check_lam, resolve_rng
 
 __all__ = ["PrivateSample", "sample", "release_query"]
 
@@ -307,20 +307,11 @@ def release_query(
     lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
     clip = check_bool(clip, "clip")
     _check_ledger(ledger, dataset)
-    model = MeanQuery(alpha, beta)
-    arr = as_numeric_array(values, "values")
-    if arr.ndim != 1:
-        raise ValueError(f"values must be 1-D, shape (n,); got shape {arr.shape}")
-    if clip:
-        arr = np.clip(arr, 0.0, 1.0)
-    bad = np.flatnonzero((arr < 0) | (arr > 1))
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(
-            f"values must lie in [0, 1]; values[{i}] = {float(arr[i])!r} ({bad.size} outside). "
-            "Rescale by a public range, or pass clip=True to clip explicitly"
-        )
-    counts, n = model._statistics(arr)
+    model = MeanQuery(alpha, beta, clip=clip)
+    try:
+        counts, n = model._statistics(values)
+    except (TypeError, ValueError) as exc:  # name the argument of this function
+        raise type(exc)(str(exc).replace("data", "values")) from None
     return _release(
         model,
         counts,

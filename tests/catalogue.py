@@ -210,6 +210,55 @@ def normal_posterior(model, data, r, m):
     return stats.norm(mean, 1.0 / math.sqrt(tau))
 
 
+def _query_sum(data) -> float:
+    """The exact sum, floored to a multiple of 2^-8 (what the query's release uses)."""
+    from fractions import Fraction
+
+    exact = sum(Fraction(float(v)) for v in np.asarray(data, float))
+    return math.floor(exact * 256) / 256
+
+
+def query_exact_sup(model, n, lam, r, m) -> float:
+    """Sums S on a 1/4 grid of [0, n] and every neighbour S' with |S - S'| <= 1 on it (the
+    boundary pairs are grid points); a Beta in (S, n - S) as for Beta-Bernoulli."""
+    alpha = _dirichlet_alpha(model)
+    grid = [k / 4 for k in range(4 * n + 1)]
+    best = 0.0
+    for s in grid:
+        for s2 in grid:
+            if s2 != s and abs(s - s2) <= 1:
+                d = mp_dirichlet(
+                    _dirichlet_params_real(alpha, [s, n - s], r, m),
+                    _dirichlet_params_real(alpha, [s2, n - s2], r, m),
+                    lam,
+                )
+                best = max(best, d)
+    return best
+
+
+def _dirichlet_params_real(alpha, sums, r, m):
+    with mp.workdps(DPS):
+        r, m = _mpf(r, m)
+        return [mp.mpf(float(a)) / m + r * mp.mpf(v) for a, v in zip(alpha, sums, strict=True)]
+
+
+def query_pair(model, d0, d1, lam, r, m) -> float:
+    alpha = _dirichlet_alpha(model)
+    s0, s1 = _query_sum(d0), _query_sum(d1)
+    return mp_dirichlet(
+        _dirichlet_params_real(alpha, [s0, len(d0) - s0], r, m),
+        _dirichlet_params_real(alpha, [s1, len(d1) - s1], r, m),
+        lam,
+    )
+
+
+def query_posterior(model, data, r, m):
+    s = _query_sum(data)
+    a = model.alpha / m + r * s
+    b = model.beta / m + r * (len(data) - s)
+    return stats.beta(a, b)
+
+
 # -- the catalogue --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entry:
@@ -241,6 +290,21 @@ CATALOGUE = [
             (lambda: pb.BetaBernoulli(1, -1), ValueError, "beta"),
             (lambda: pb.BetaBernoulli(np.nan, 1), ValueError, "alpha"),
             (lambda: pb.BetaBernoulli(1, np.inf), ValueError, "beta"),
+        ],
+        knob_attrs=("alpha", "beta"),
+    ),
+    Entry(
+        "mean-query",
+        lambda: pb.models.MeanQuery(2.0, 3.0),
+        3,
+        lambda rng, n: rng.random(n),
+        query_exact_sup,
+        query_pair,
+        query_posterior,
+        bad_data=[([0, 1.5], ValueError, "query values"), ([0, -0.1], ValueError, "query values")],
+        bad_params=[
+            (lambda: pb.models.MeanQuery(0, 1), ValueError, "alpha"),
+            (lambda: pb.models.MeanQuery(1, np.nan), ValueError, "beta"),
         ],
         knob_attrs=("alpha", "beta"),
     ),

@@ -128,7 +128,8 @@ class CalibratedMechanism:
         if log_value is None:
             return value
         # Beta releases keep (log theta, log(1 - theta)); the audit's scalar is log theta
-        return log_value[..., 0] if self.model.K == 2 else log_value
+        two = isinstance(self.model, DirichletFamily) and self.model.K == 2
+        return log_value[..., 0] if two else log_value
 
     def rdp(self, orders) -> np.ndarray:
         """Certified RDP curve of one release (array shaped like ``orders``)."""

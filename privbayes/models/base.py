@@ -223,8 +223,10 @@ class OneKnobConjugate(Frozen):
                 reachable={"lam": "smaller"},
             )
 
+        search = getattr(self, "_sup_float", self._sup_at)  # a fast estimate, if any
+
         def eps_of(value: float) -> float:
-            return self._sup_at(n, lam, *mechanisms.knobs(method, value))[0]
+            return search(n, lam, *mechanisms.knobs(method, value))[0]
 
         knob, _, evals = solve_knob(eps_of, eps, cap, _SLOPE[method], name)
         return knob, evals

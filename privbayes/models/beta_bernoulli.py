@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..sampling.conjugate import simplex_from_log
-from ..validation import as_numeric_array, check_positive_vector, check_prior
+from ..validation import as_numeric_array, check_bool, check_positive_vector, check_prior
 from ._dirichlet import DirichletFamily
 
 
@@ -85,13 +85,31 @@ class MeanQuery(BetaBernoulli):
 
     _count_bits = QUERY_SUM_BITS
 
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0, *, clip: bool = False) -> None:
+        self.clip = check_bool(clip, "clip")
+        super().__init__(alpha, beta)
+
     def __repr__(self) -> str:
-        return f"MeanQuery(alpha={self.alpha!r}, beta={self.beta!r})"
+        extra = ", clip=True" if self.clip else ""
+        return f"MeanQuery(alpha={self.alpha!r}, beta={self.beta!r}{extra})"
 
     def _statistics(self, data) -> tuple[np.ndarray, int]:
-        arr = np.asarray(data, dtype=float)
-        if arr.ndim != 1 or not ((arr >= 0) & (arr <= 1)).all():
-            raise ValueError("query values must be a 1-D array of numbers in [0, 1]")
+        """(the floored sum S and n - S, n) of per-record values in [0, 1], shape (n,).
+
+        Values outside [0, 1] are refused (naming the first) unless ``clip=True`` clips
+        them explicitly; NaN/inf are refused."""
+        arr = as_numeric_array(data, "data")
+        if arr.ndim != 1:
+            raise ValueError(f"data must be 1-D, shape (n,); got shape {arr.shape}")
+        if self.clip:
+            arr = np.clip(arr, 0.0, 1.0)
+        bad = np.flatnonzero((arr < 0) | (arr > 1))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"query values must lie in [0, 1]; data[{i}] = {float(arr[i])!r} ({bad.size} "
+                "outside). Rescale by a public range, or pass clip=True to clip explicitly"
+            )
         s = floor_sum(arr, QUERY_SUM_BITS)
         return np.array([s, arr.size - s]), int(arr.size)
 
