@@ -70,6 +70,14 @@ class Calibration:
     sampler: dict | None = None
 
     @property
+    def guarantee(self) -> str:
+        """What the certificate covers for this mechanism's releases: "exact" (exact draws
+        of the distribution it is proven for: conjugate models, the GLM exact back-end),
+        "algorithm" (the law of the released algorithm itself: Langevin) or "approximate"
+        (an MCMC draw; the certificate is for the exact posterior)."""
+        return getattr(self.model, "guarantee", "exact")
+
+    @property
     def t(self) -> float | None:
         """OPS's tempering t (stored in ``r``, which the samplers read); None otherwise."""
         return self.r if self.method == "ops" else None
@@ -91,7 +99,7 @@ class Calibration:
         return np.where(at_lam, np.minimum(curve, self.eps), curve)
 
 
-def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
+def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = None) -> Calibration:
     """Calibrate ``method`` for ``model`` to (lam, eps)-RDP on data sets of size ``n``.
 
     Uses only public inputs: the model (its prior), n, lam, eps and the method.
@@ -102,7 +110,12 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
     n : int >= 0, the public number of records. n = 0 releases the prior (eps = 0).
     lam : float > 1 or inf, the Rényi order.
     eps : float > 0, the target eps at ``lam`` (nats).
-    method : "direct", "diffused" (tunes r) or "concentrated" (tunes m).
+    method : "direct", "diffused" (tunes r) or "concentrated" (tunes m); GLMs also "ops".
+    d : GLMs with backend="auto" only: the public number of features, from which (with n
+        and the prior) the back-end is chosen as :func:`privbayes.sample` would; the
+        Calibration's ``model`` then carries the chosen back-end. Without it, "auto"
+        calibrates for exact posterior draws (whose certificate also bounds Langevin's at
+        the same knobs).
 
     Returns
     -------
@@ -120,7 +133,18 @@ def calibrate(model, n, lam, eps, method: str = "diffused") -> Calibration:
     """
     if isinstance(model, type) or not hasattr(model, "_calibrate"):
         raise TypeError(f"model must be a privbayes model instance; got {model!r}")
-    return model._calibrate(check_n(n), check_lam(lam), check_eps(eps), method)
+    n, lam, eps = check_n(n), check_lam(lam), check_eps(eps)
+    if d is not None:
+        if not hasattr(model, "_resolve"):
+            raise TypeError(f"d applies to GLM models only, not {type(model).__name__}")
+        d = check_n(d, "d")
+        if d < 1:
+            raise ValueError(f"d must be an integer >= 1 (the number of features); got {d}")
+    if getattr(model, "backend", None) == "auto":
+        # without d: the certificate of exact posterior draws, which also bounds Langevin's
+        # at the same knobs (docs/langevin.md, Theorem 1)
+        model = model.with_backend("exact") if d is None else model._resolve(n, d, lam, eps, method)
+    return model._calibrate(n, lam, eps, method)
 
 
 def certify_down(

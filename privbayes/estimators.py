@@ -36,7 +36,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     clip : False (default) refuses rows over the bound; True clips each row onto the ball
         (row-wise, so the guarantee holds for the clipped data).
     random_state : None (OS entropy), an int, or a RandomState/Generator.
-    backend : "imh" (default, fast independence Metropolis–Hastings) or "pymc" (NUTS).
+    backend : "auto" (default: the cheaper certified back-end, "exact" or "langevin", chosen
+        from public inputs), "exact", "langevin", or the approximate MCMC back-ends "imh"
+        and "pymc" (:class:`privbayes.BayesianLogisticRegression`; ``privacy_["guarantee"]``
+        says which guarantee the fit carries).
     tune, draws, chains : MCMC settings; None for the back-end's defaults
         (:class:`privbayes.BayesianLogisticRegression`).
     on_bad_diagnostics : "raise" (default) or "warn", as in :func:`privbayes.sample`.
@@ -58,7 +61,8 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : (1, n_features), intercept_ : (1,), classes_ : (2,), n_features_in_ : int,
-    privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples.
+    privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples,
+        the back-end used, its guarantee ("exact", "algorithm", "approximate") and tv.
     samples_ : (n_samples, n_features + fit_intercept) the released draws (weights, then
         the intercept itself when ``fit_intercept``).
     calibration_ : the Calibration of each release (public: r, m, eps at lam).
@@ -79,7 +83,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         intercept_scaling: float = 0.5,
         clip: bool = False,
         random_state=None,
-        backend: str = "imh",
+        backend: str = "auto",
         tune: int | None = None,
         draws: int | None = None,
         chains: int | None = None,
@@ -197,7 +201,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             "eps": float(release.eps),
             "per_release_eps": [release.calibration.eps] * k,
             "n_samples": k,
-            "guarantee": "(lam, eps)-RDP, replace-one neighbours, n public",
+            "backend": release.calibration.model.backend,
+            "guarantee": release.guarantee,
+            "tv": release.tv,
+            "neighbours": "replace-one, n public",
         }
         return self
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .accounting.default import default_accountant
 from .calibration import Calibration
 from .certified import round_up
 from .mechanisms import CONJUGATE_METHODS, check_method
@@ -47,6 +48,18 @@ class PrivateSample:
         the certificate: use them to decide whether to trust the draw, do not publish them.
 
     size : None for one draw; k when ``sample(..., size=k)`` released k draws at once.
+    guarantee : what the certificate covers (README, "Which guarantee a release carries"):
+        "exact" — the release is an exact draw of the distribution the certificate is
+        proven for (conjugate models; GLMs with backend="exact"); "algorithm" — the
+        certificate bounds the released algorithm's own output law (backend="langevin");
+        "approximate" — an MCMC draw, whose law is only close to the posterior the
+        certificate is about (backend="imh" or "pymc").
+    tv : a total-variation allowance: the release's law is within ``tv`` of a mechanism
+        with the certified RDP curve (0 except for the exact GLM back-end, where it is the
+        public probability delta_f that the call releases nothing). A conversion to
+        (eps, delta)-DP adds it: the release is (eps, delta + tv)-DP whenever the exact
+        mechanism is (eps, delta)-DP (docs/exact.md §4); the accountant and the ledger do
+        this for you (docs/accounting.md §8).
 
     No data statistic and no exact posterior is stored.
     """
@@ -62,6 +75,8 @@ class PrivateSample:
     calibration: Calibration = field(repr=False)
     diagnostics: dict | None = field(default=None, repr=False)
     size: int | None = None
+    guarantee: str = "exact"
+    tv: float = 0.0
 
     @property
     def t(self) -> float | None:
@@ -96,11 +111,17 @@ def _composed_eps(cal: Calibration, size: int) -> float:
 
 
 @dataclass(frozen=True)
-class _Composition:
-    """What a ledger is charged for ``size=k`` draws: k times one calibrated mechanism."""
+class _Charge:
+    """What a ledger and the default accountant are charged for one call: ``size`` draws
+    (None: one) of one calibrated mechanism, and the call's total-variation allowance."""
 
     calibration: Calibration
-    size: int
+    size: int | None
+    tv: float = 0.0
+
+    @property
+    def guarantee(self) -> str:
+        return self.calibration.guarantee
 
     def rdp(self, orders) -> np.ndarray:
         return _composed_rdp(self.calibration, self.size, orders)
@@ -164,20 +185,39 @@ def _release(
     size=None,
     **options,
 ):
-    if size is None:
-        cal = model._calibrate(n, lam, eps, method)
-        charge, total = cal, cal.eps
-    else:
-        cal = model._calibrate(n, lam, _per_draw_eps(eps, size), method)
-        charge, total = _Composition(cal, size), _composed_eps(cal, size)
+    target = eps if size is None else _per_draw_eps(eps, size)
+    d = int(np.shape(stats[0])[1]) if hasattr(model, "_resolve") else None
+    if d is not None:  # GLMs: "auto" picks a certified back-end from public inputs
+        model = model._resolve(n, d, lam, target, method, size)
+    cal = model._calibrate(n, lam, target, method)
+    total = cal.eps if size is None else _composed_eps(cal, size)
+    # checks that need only public inputs (e.g. the exact back-end's proposal budget) run
+    # before any charge: a call that cannot run must not spend budget
+    tv = model._check_release(n, d, cal, size) if d is not None else 0.0
+    charge = _Charge(cal, size, tv)
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         ledger.charge(dataset, charge, note=note)
+    # every release of this process is composed into the default accountant, before the
+    # draw: a call that then fails has still read the data (docs/accounting.md §6)
+    default_accountant().compose(charge)
     value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), size=size, **options)
     finish = getattr(model, "_released", None)  # e.g. an intercept weight -> the bias
     if finish is not None:
         value = finish(value)
     return PrivateSample(
-        value, log_value, cal.method, cal.r, cal.m, cal.lam, total, n, cal, diag, size
+        value,
+        log_value,
+        cal.method,
+        cal.r,
+        cal.m,
+        cal.lam,
+        total,
+        n,
+        cal,
+        diag,
+        size,
+        cal.guarantee,
+        tv,
     )
 
 

@@ -699,8 +699,6 @@ def test_quadrature_fallback_agrees_with_the_panels():
         log_h, _ = curves._sg_quad(q, rho, alpha)
         sig = math.sqrt(0.5 / rho)
         peaks = curves._sg_peaks(q, rho, alpha)
-        breaks = np.unique(
-            [p + k * sig for p in peaks for k in (-13, -8, -2, 0, 2, 8, 13)]
-        )
+        breaks = np.unique([p + k * sig for p in peaks for k in (-13, -8, -2, 0, 2, 8, 13)])
         log_s, rel, _ = curves._sg_quad_scipy(q, rho, alpha, breaks)
         assert log_s == pytest.approx(log_h, abs=1e-12) and rel < 1e-10

@@ -440,7 +440,7 @@ def test_memory_stays_linear_in_the_data():
     model = BayesianLogisticRegression(beta=0.01, backend="exact")
     data = model._statistics((x, y))[0]
     cal = pb.calibrate(model, n, 2.0, 1.0)
-    X.exact_plan(n, d, 0.01, 1.0, cal.r, cal.m)  # the public plan is cached, not data
+    X.exact_plan(n, d, 0.01, model.c_bound, cal.r, cal.m)  # the public plan is cached
     tracemalloc.start()
     model._draw(data, cal, np.random.default_rng(0))
     peak = tracemalloc.get_traced_memory()[1]

@@ -438,7 +438,7 @@ def test_release_and_ledger_charge_the_algorithm_curve(tmp_path):
     orders = np.array([1.5, 2.0, 8.0])
     np.testing.assert_array_equal(rel.rdp(orders), 4 * rel.calibration.rdp(orders))
     charged = ledger.status("d")[0]["charges"][0]
-    assert charged["mechanism"].endswith(" x4")
+    assert " x4 backend=langevin [algorithm]" in charged["mechanism"]
     assert rel.calibration.sampler["steps"] >= 1 and rel.calibration.pair is None
     clf = pb.PrivateLogisticRegression(
         lam=2.0, eps=1.0, beta=0.01, backend="langevin", random_state=0

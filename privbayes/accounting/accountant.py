@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 from scipy import optimize
@@ -23,7 +24,14 @@ from scipy import optimize
 from .curves import _orders
 from .exact import ExactSum, sum_up
 
-__all__ = ["DEFAULT_ORDERS", "WIDE_ORDERS", "RdpAccountant", "rdp_to_dp", "OrdersWarning"]
+__all__ = [
+    "DEFAULT_ORDERS",
+    "WIDE_ORDERS",
+    "RdpAccountant",
+    "rdp_to_dp",
+    "OrdersWarning",
+    "eps_with_tv",
+]
 
 DEFAULT_ORDERS = np.unique(
     np.concatenate(
@@ -155,6 +163,43 @@ def _grid_conversion(orders: np.ndarray, eps: np.ndarray, delta: float, method: 
     return val, float(orders[best]), best, at_edge
 
 
+def _frac_up(q: Fraction) -> float:
+    """The smallest float >= q (q >= 0)."""
+    f = float(q)
+    return math.nextafter(f, math.inf) if Fraction(f) < q else f
+
+
+def _frac_down(q: Fraction) -> float:
+    """The largest float <= q."""
+    f = float(q)
+    return math.nextafter(f, -math.inf) if Fraction(f) > q else f
+
+
+def eps_with_tv(conv, delta: float, tau: Fraction) -> tuple:
+    """The (eps, ...) of (eps, delta)-DP for a mechanism within total variation ``tau`` of
+    one whose RDP curve converts by ``conv(delta') -> (eps', ...)``: the smallest eps (to a
+    1e-9 relative step) with delta' + tau (1 + e^eps) <= delta, so that P(M(D) in S) <=
+    P(M~(D) in S) + tau <= e^eps (P(M(D') in S) + tau) + delta' + tau (docs/accounting.md
+    §8). Returns ``conv``'s tuple at the chosen delta' with eps replaced; eps = inf if none.
+    """
+    first = conv(_frac_down(Fraction(delta) - 2 * tau)) if delta > 2 * tau else None
+    if first is None:
+        return (math.inf, math.nan)
+    eps = first[0]
+    for _ in range(60):
+        if not eps <= 700:  # inf, or so large that tau e^eps leaves no room
+            return (math.inf, math.nan)
+        trial = eps * (1 + 1e-9) + 1e-12
+        budget = Fraction(delta) - tau * (1 + Fraction(math.exp(trial)) * (1 + 4 * _U))
+        if not budget > 0:
+            return (math.inf, math.nan)
+        got = conv(_frac_down(budget))
+        if got[0] <= trial:
+            return (trial, *got[1:])
+        eps = got[0]
+    return (math.inf, math.nan)
+
+
 def _is_release(curve) -> bool:
     cal = getattr(curve, "calibration", None)
     return cal is not None and hasattr(cal, "rdp") and hasattr(curve, "size")
@@ -184,6 +229,7 @@ class RdpAccountant:
         # fixed array was composed (no longer evaluable between grid points)
         self._parts: dict[int, list] | None = {}
         self.releases = 0  # how many curves were composed (with their counts)
+        self._tv = Fraction(0)  # exact sum of the composed total-variation allowances
 
     # -- composition ------------------------------------------------------------------
     @staticmethod
@@ -194,9 +240,10 @@ class RdpAccountant:
             return np.asarray(curve(orders), float)
         raise TypeError("curve must be a release (with .rdp), a function of orders or an array")
 
-    def _prepare(self, curve, count) -> tuple[np.ndarray, object, int]:
+    def _prepare(self, curve, count) -> tuple[np.ndarray, object, int, float]:
         """Evaluate ``curve`` on the orders and check it: (eps, evaluable part or None,
-        multiplicity of that part per copy). Runs no state change (no lock needed)."""
+        multiplicity of that part per copy, its total-variation allowance ``tv``). Runs no
+        state change (no lock needed)."""
         if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
             raise ValueError(f"count must be an integer >= 0; got {count!r}")
         fixed = isinstance(curve, np.ndarray | list | tuple)
@@ -212,16 +259,22 @@ class RdpAccountant:
         if _is_release(curve):  # keep the calibration, not the draws
             size = curve.size or 1
             cal_eps = np.asarray(curve.calibration.rdp(self.orders), float)
-            if np.array_equal(eps, cal_eps * size) or np.array_equal(eps, cal_eps):
+            # k draws: the release reports k times one draw's curve, exact and rounded up
+            times = np.array([_frac_up(size * Fraction(v)) if v < math.inf else v for v in cal_eps])
+            if np.array_equal(eps, times) or np.array_equal(eps, cal_eps):
                 part, mult = curve.calibration, (1 if np.array_equal(eps, cal_eps) else size)
                 eps = cal_eps
             else:
                 part, mult = None, 0
-        return eps, part, mult
+        tv = getattr(curve, "tv", 0.0) if not fixed else 0.0
+        if isinstance(tv, bool) or not isinstance(tv, int | float) or not 0 <= tv <= 1:
+            raise ValueError(f"a curve's tv must be a number in [0, 1]; got {tv!r}")
+        return eps, part, mult, float(tv)
 
-    def _add(self, eps: np.ndarray, part, mult: int, count: int) -> None:
+    def _add(self, eps: np.ndarray, part, mult: int, tv: float, count: int) -> None:
         if count == 0:
             return  # nothing composed (and no 0 * inf)
+        self._tv += int(count) * Fraction(tv)
         self._sum.add(eps, int(count) * max(mult, 1))
         self._upper = None
         self.releases += int(count)
@@ -240,6 +293,13 @@ class RdpAccountant:
         """
         self._add(*self._prepare(curve, count), count)
         return self
+
+    @property
+    def tv(self) -> float:
+        """The composed total-variation allowance (the exact sum of the composed curves'
+        ``tv``, rounded up): everything composed is within ``tv`` of a mechanism with the
+        composed RDP curve, and the conversions account for it (docs/accounting.md §8)."""
+        return _frac_up(self._tv)
 
     @property
     def rdp(self) -> np.ndarray:
@@ -277,6 +337,8 @@ class RdpAccountant:
         """
         delta = _check_delta(delta)
         _check_method(method)
+        if self._tv > 0:
+            return self._with_tv(delta, method, refine)
         total = self._total_grid()
         eps, lam, best, at_edge = _grid_conversion(self.orders, total, delta, method)
         if eps == 0 or not math.isfinite(eps) or delta == 0:
@@ -298,6 +360,20 @@ class RdpAccountant:
                 stacklevel=2,
             )
         return eps, lam
+
+    def _rdp_only(self) -> RdpAccountant:
+        """A view of this accountant without the total-variation allowance."""
+        twin = RdpAccountant.__new__(RdpAccountant)
+        twin.__dict__.update(self.__dict__)
+        twin._tv = Fraction(0)
+        return twin
+
+    def _with_tv(self, delta: float, method: str, refine: bool) -> tuple[float, float]:
+        """(eps, order) under the composed total-variation allowance (docs/accounting.md §8)."""
+        plain = self._rdp_only()
+        return eps_with_tv(
+            lambda d: plain.get_epsilon_and_order(d, method, refine), delta, self._tv
+        )
 
     def _bracket(self, best: int, objective) -> tuple[float, float, bool]:
         """An interval around the best grid order for the continuous search, extended by
@@ -348,6 +424,14 @@ class RdpAccountant:
         input, and only delta = 1 covers that); otherwise clamped to [0, 1].
         """
         eps = _check_eps(eps)
+        if self._tv > 0:
+            # delta' + tau (1 + e^eps) (docs/accounting.md §8); at eps = inf, delta' + tau
+            if 700 < eps < math.inf:
+                return 1.0  # tau e^eps: no useful delta this far out
+            grow = 1 if math.isinf(eps) else 1 + Fraction(math.exp(eps)) * (1 + 4 * _U)
+            extra = _frac_up(self._tv * grow)
+            base = self._rdp_only().get_delta(eps, refine)
+            return min(1.0, math.nextafter(base + extra, math.inf))
         total = self._total_grid()
         if (total == 0).any():
             return 0.0

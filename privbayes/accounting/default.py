@@ -50,6 +50,7 @@ class SharedAccountant(RdpAccountant):
             parts = self._parts
             snap._parts = None if parts is None else {k: list(v) for k, v in parts.items()}
             snap.releases = self.releases
+            snap._tv = self._tv
             return snap
 
     def get_epsilon_and_order(self, delta, method="improved", refine=True):
@@ -61,6 +62,10 @@ class SharedAccountant(RdpAccountant):
     @property
     def rdp(self) -> np.ndarray:
         return self._snapshot().rdp
+
+    @property
+    def tv(self) -> float:
+        return self._snapshot().tv
 
     def reset(self) -> None:
         """Forget every composed curve (releases back to 0)."""

@@ -28,12 +28,19 @@ import sqlite3
 import time
 import uuid
 import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import BudgetExceededError, LedgerError
-from .accountant import WIDE_ORDERS, OrdersWarning, _grid_conversion, sorted_orders
+from .accountant import (
+    WIDE_ORDERS,
+    OrdersWarning,
+    _grid_conversion,
+    eps_with_tv,
+    sorted_orders,
+)
 from .exact import ExactSum
 
 _FORMAT = "privbayes-ledger-1"
@@ -44,7 +51,8 @@ _TABLES = (
     eps REAL NOT NULL,
     delta REAL NOT NULL,
     total TEXT NOT NULL,          -- exact running sum of the charged curves (JSON partials)
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    tv TEXT NOT NULL DEFAULT '0'  -- exact sum of the charges' tv allowances ("p/q")
 )""",
     """CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -53,7 +61,8 @@ _TABLES = (
     curve TEXT NOT NULL,          -- eps at each order (JSON)
     eps_after REAL NOT NULL,      -- (eps, delta)-DP spent once this charge is in
     time REAL NOT NULL,
-    note TEXT NOT NULL DEFAULT ''
+    note TEXT NOT NULL DEFAULT '',
+    tv REAL NOT NULL DEFAULT 0    -- the charge's total-variation allowance
 )""",
 )
 
@@ -66,9 +75,13 @@ def _describe(charge) -> str:
     cal = getattr(charge, "calibration", charge)
     if hasattr(cal, "method") and hasattr(cal, "model"):
         size = getattr(charge, "size", None)
+        backend = getattr(cal.model, "backend", None)
+        guarantee = getattr(cal, "guarantee", "exact")
         return (
             f"{type(cal.model).__name__}/{cal.method} r={cal.r:.6g} m={cal.m:.6g} lam={cal.lam:g}"
             + (f" x{size}" if size else "")
+            + (f" backend={backend}" if backend else "")
+            + f" [{guarantee}]"
         )
     return getattr(charge, "__name__", type(charge).__name__)
 
@@ -150,6 +163,30 @@ def _stored_orders(db: sqlite3.Connection):
     return db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
 
 
+def _migrate(db: sqlite3.Connection) -> None:
+    """Add the tv columns to a ledger written before they existed (under the write lock;
+    a no-op read for a current ledger)."""
+    missing = [
+        (table, ddl)
+        for table, ddl in (
+            ("budgets", "ALTER TABLE budgets ADD COLUMN tv TEXT NOT NULL DEFAULT '0'"),
+            ("charges", "ALTER TABLE charges ADD COLUMN tv REAL NOT NULL DEFAULT 0"),
+        )
+        if "tv" not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+    ]
+    if not missing:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table, ddl in missing:
+            if "tv" not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(ddl)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def _setup(db: sqlite3.Connection, orders: np.ndarray) -> None:
     """Create the tables (idempotent) and store the orders if this is a new ledger."""
     names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -204,6 +241,7 @@ class Ledger:
                     self._db.execute("ROLLBACK")
                     raise
                 row = _stored_orders(self._db)
+            _migrate(self._db)
         except sqlite3.Error as exc:
             self._db.close()
             raise _ledger_error(exc, self.path, self.timeout) from None
@@ -272,7 +310,7 @@ class Ledger:
         eps, delta = _check_budget(eps, delta)
         try:
             self._db.execute(
-                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO budgets (dataset, eps, delta, total, created) VALUES (?, ?, ?, ?, ?)",
                 (dataset, eps, delta, _zero_total(self.orders.size), time.time()),
             )
         except sqlite3.IntegrityError:
@@ -282,19 +320,30 @@ class Ledger:
 
     def _budget(self, dataset: str):
         row = self._sql(
-            "SELECT eps, delta, total FROM budgets WHERE dataset=?", (dataset,)
+            "SELECT eps, delta, total, tv FROM budgets WHERE dataset=?", (dataset,)
         ).fetchone()
         if row is None:
             raise KeyError(
                 f"no budget for dataset {dataset!r}; create it with Ledger.init_budget "
                 "or `privbayes budget init`"
             )
-        return row[0], row[1], ExactSum.from_partials(json.loads(row[2]))
+        return row[0], row[1], ExactSum.from_partials(json.loads(row[2])), Fraction(row[3])
 
-    def _spent(self, total: ExactSum, delta: float) -> tuple[float, float, bool]:
-        """(eps spent, its order, whether that order is an end of the grid), rounded up."""
-        eps, lam, _, at_edge = _grid_conversion(self.orders, total.upper(), delta, "improved")
-        return eps, lam, at_edge
+    def _spent(
+        self, total: ExactSum, delta: float, tv: Fraction = Fraction(0)
+    ) -> tuple[float, float, bool]:
+        """(eps spent, its order, whether that order is an end of the grid), rounded up;
+        with the charges' total-variation allowance ``tv`` (docs/accounting.md §8)."""
+        upper = total.upper()
+
+        def conv(d: float):
+            eps, lam, _, at_edge = _grid_conversion(self.orders, upper, d, "improved")
+            return eps, lam, at_edge
+
+        if tv > 0:
+            got = eps_with_tv(conv, delta, tv)
+            return got if len(got) == 3 else (math.inf, math.nan, False)
+        return conv(delta)
 
     # -- charges --------------------------------------------------------------------
     def charge(self, dataset: str, charge, note: str = "") -> int:
@@ -320,24 +369,28 @@ class Ledger:
                 f"a charge must give eps >= 0 at each of the {self.orders.size} orders"
             )
         mechanism = _describe(charge)
+        tv = 0.0 if isinstance(charge, np.ndarray | list | tuple) else getattr(charge, "tv", 0.0)
+        if isinstance(tv, bool) or not isinstance(tv, int | float) or not 0 <= tv <= 1:
+            raise ValueError(f"a charge's tv must be a number in [0, 1]; got {tv!r}")
         self._sql("BEGIN IMMEDIATE")  # the write lock, before reading the total
         try:
-            eps_budget, delta, total = self._budget(dataset)
+            eps_budget, delta, total, tv_total = self._budget(dataset)
             total.add(curve)
-            spent, order, at_edge = self._spent(total, delta)
+            tv_total += Fraction(tv)
+            spent, order, at_edge = self._spent(total, delta, tv_total)
             if not spent <= eps_budget:
                 raise BudgetExceededError(
                     f"charging {mechanism} to {dataset!r} would spend eps={spent:.6g} at "
                     f"delta={delta:g}, over the budget eps={eps_budget:g}; nothing was charged"
                 )
             cur = self._sql(
-                "INSERT INTO charges (dataset, mechanism, curve, eps_after, time, note) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (dataset, mechanism, _dumps(curve), spent, time.time(), str(note)),
+                "INSERT INTO charges (dataset, mechanism, curve, eps_after, time, note, tv) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (dataset, mechanism, _dumps(curve), spent, time.time(), str(note), float(tv)),
             )
             self._sql(
-                "UPDATE budgets SET total=? WHERE dataset=?",
-                (json.dumps(total.partials()), dataset),
+                "UPDATE budgets SET total=?, tv=? WHERE dataset=?",
+                (json.dumps(total.partials()), str(tv_total), dataset),
             )
             self._before_commit()
             self._sql("COMMIT")
@@ -371,7 +424,7 @@ class Ledger:
         mechanism, eps_after, time, note).
         """
         rows = self._sql(
-            "SELECT dataset, eps, delta, total FROM budgets"
+            "SELECT dataset, eps, delta, total, tv FROM budgets"
             + (" WHERE dataset=?" if dataset is not None else "")
             + " ORDER BY dataset",
             (() if dataset is None else (_name(dataset),)),
@@ -379,13 +432,15 @@ class Ledger:
         if dataset is not None and not rows:
             raise KeyError(f"no budget for dataset {dataset!r}")
         out = []
-        for name, eps, delta, total in rows:
+        for name, eps, delta, total, tv in rows:
             charges = self._sql(
                 "SELECT id, mechanism, eps_after, time, note FROM charges WHERE dataset=? "
                 "ORDER BY id",
                 (name,),
             ).fetchall()
-            spent, order, at_edge = self._spent(ExactSum.from_partials(json.loads(total)), delta)
+            spent, order, at_edge = self._spent(
+                ExactSum.from_partials(json.loads(total)), delta, Fraction(tv)
+            )
             out.append(
                 {
                     "dataset": name,
@@ -394,6 +449,7 @@ class Ledger:
                     "eps_spent": spent,
                     "order": order,
                     "at_grid_edge": at_edge,
+                    "tv": float(Fraction(tv)),
                     "charges": [
                         {"id": i, "mechanism": m, "eps_after": e, "time": t, "note": note}
                         for i, m, e, t, note in charges
@@ -419,7 +475,7 @@ def _create_file(p: Path, dataset: str, eps: float, delta: float, lam, timeout: 
             db.execute("BEGIN")
             _setup(db, lam)
             db.execute(
-                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO budgets (dataset, eps, delta, total, created) VALUES (?, ?, ?, ?, ?)",
                 (dataset, eps, delta, _zero_total(lam.size), time.time()),
             )
             db.execute("COMMIT")

@@ -36,15 +36,30 @@ from ..validation import as_numeric_array, check_n, check_positive, check_unit_k
 from ._frozen import Frozen
 
 GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
+# What each back-end's certificate covers (README, "Which guarantee a release carries"):
+# "exact": every release is an exact draw of the (tempered) posterior, the law the
+# certificate is proven for; "algorithm": the certificate bounds the released algorithm's
+# own output law; "approximate": an MCMC draw, whose law is only near the posterior.
+GUARANTEE = {"exact": "exact", "langevin": "algorithm", "imh": "approximate", "pymc": "approximate"}
+BACKENDS = ("auto", *GUARANTEE)
 # MCMC settings per back-end: IMH steps are cheap and its chains forget their start in a
 # few steps (docs/glm.md); the burn-in is raised further from the estimated weight bound.
 BACKEND_DEFAULTS = {
     "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
-    "exact": {"tune": 0, "draws": 1, "chains": 1},  # no chains: rejection (docs/exact.md)
-    # noisy gradient descent: no MCMC settings (one chain per release, K from a public rule;
-    # privbayes.sampling.langevin); these only pass the checks below
-    "langevin": {"tune": 0, "draws": 1, "chains": 1},
+}
+# options that apply to some back-ends only ("auto" may pick exact or langevin)
+_OPTION_BACKENDS = {
+    "tune": ("imh", "pymc"),
+    "draws": ("imh", "pymc"),
+    "chains": ("imh", "pymc"),
+    "reruns": ("imh", "pymc"),
+    "target_accept": ("pymc",),
+    "proposal_scale": ("imh",),
+    "delta_f": ("exact", "auto"),
+    "max_proposals": ("exact", "auto"),
+    "step_scale": ("langevin", "auto"),
+    "max_steps": ("langevin", "auto"),
 }
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
@@ -146,31 +161,46 @@ class BayesianLogisticRegression(Frozen):
         c: float = 1.0,
         radius: float | None = None,
         *,
-        backend: str = "imh",
+        backend: str = "auto",
         tune: int | None = None,
         draws: int | None = None,
         chains: int | None = None,
-        target_accept: float = 0.9,
-        reruns: int = 2,
-        proposal_scale: float = 1.0,
+        target_accept: float | None = None,
+        reruns: int | None = None,
+        proposal_scale: float | None = None,
         fit_intercept: bool = False,
         intercept_scaling: float | None = None,
         delta_f: float | None = None,
         max_proposals: int | None = None,
-        step_scale: float = 0.5,
-        max_steps: int = 10_000,
+        step_scale: float | None = None,
+        max_steps: int | None = None,
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
         self.radius = self.c / self.beta if radius is None else _scale(radius, "radius")
-        if backend not in BACKEND_DEFAULTS:
-            raise ValueError(f"backend must be one of {tuple(BACKEND_DEFAULTS)}; got {backend!r}")
+        if not isinstance(backend, str) or backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
         self.backend = backend
-        defaults = BACKEND_DEFAULTS[backend]
+        given = {
+            "tune": tune, "draws": draws, "chains": chains, "reruns": reruns,
+            "target_accept": target_accept, "proposal_scale": proposal_scale,
+            "delta_f": delta_f, "max_proposals": max_proposals,
+            "step_scale": step_scale, "max_steps": max_steps,
+        }  # fmt: skip
+        for name, value in given.items():
+            if value is not None and backend not in _OPTION_BACKENDS[name]:
+                raise ValueError(
+                    f"{name} does not apply to backend={backend!r}: it is an option of "
+                    f"backend {' or '.join(map(repr, _OPTION_BACKENDS[name]))} only"
+                )
+        self._options = {k: v for k, v in given.items() if v is not None}  # for with_backend
+        mcmc = backend in BACKEND_DEFAULTS
+        defaults = BACKEND_DEFAULTS.get(backend, {"tune": 0, "draws": None, "chains": 1})
         tune = defaults["tune"] if tune is None else tune
         draws = defaults["draws"] if draws is None else draws
         chains = defaults["chains"] if chains is None else chains
-        # Every release checks split R-hat, which needs >= 2 chains of >= 4 draws: a
+        reruns = 2 if reruns is None else reruns
+        # Every MCMC release checks split R-hat, which needs >= 2 chains of >= 4 draws: a
         # setting below that could never pass, yet each attempt would be charged.
         why = {
             "draws": " (split R-hat, checked on every release, needs 4 draws per chain)",
@@ -179,11 +209,11 @@ class BayesianLogisticRegression(Frozen):
         for name, v, low in (
             ("tune", tune, 0),
             ("draws", draws, 4),
-            ("chains", chains, 2),
+            ("chains", chains, 2 if mcmc else 1),
             ("reruns", reruns, 0),
         ):
-            if name == "draws" and v is None and backend == "imh":
-                continue  # chosen per run from the number of chains
+            if name == "draws" and v is None:
+                continue  # imh: chosen per run from the number of chains; others: unused
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
                 raise ValueError(
                     f"{name} must be an integer >= {low}{why.get(name, '')}; got {v!r}"
@@ -196,9 +226,11 @@ class BayesianLogisticRegression(Frozen):
         self.tune, self.chains = int(tune), int(chains)
         self.draws = None if draws is None else int(draws)
         self.reruns = int(reruns)
+        target_accept = 0.9 if target_accept is None else target_accept
         if not 0 < target_accept < 1:
             raise ValueError(f"target_accept must be in (0, 1); got {target_accept}")
         self.target_accept = float(target_accept)
+        proposal_scale = 1.0 if proposal_scale is None else proposal_scale
         self.proposal_scale = check_positive(proposal_scale, "proposal_scale")
         if not 1e-6 <= self.proposal_scale <= 1e3:
             raise ValueError(f"proposal_scale must lie in [1e-6, 1e3]; got {proposal_scale!r}")
@@ -217,6 +249,8 @@ class BayesianLogisticRegression(Frozen):
         ):
             raise ValueError(f"max_proposals must be an integer >= 1; got {max_proposals!r}")
         self.max_proposals = None if max_proposals is None else int(max_proposals)
+        step_scale = 0.5 if step_scale is None else step_scale
+        max_steps = 10_000 if max_steps is None else max_steps
         self.step_scale = check_positive(step_scale, "step_scale")
         if not 1e-6 <= self.step_scale <= 1.0:  # h <= 1: the contraction condition
             raise ValueError(f"step_scale must lie in [1e-6, 1]; got {step_scale!r}")
@@ -230,8 +264,105 @@ class BayesianLogisticRegression(Frozen):
         extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
             f"BayesianLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
-            f"radius={self.radius!r}{extra})"
+            f"radius={self.radius!r}, backend={self.backend!r}{extra})"
         )
+
+    # -- back-ends ------------------------------------------------------------------
+    @property
+    def guarantee(self) -> str:
+        """What a release's certificate covers: "exact", "algorithm" or "approximate"
+        (see GUARANTEE); "auto" resolves to exact or langevin, both certified."""
+        return GUARANTEE.get(self.backend, "exact or algorithm")
+
+    def with_backend(self, backend: str) -> BayesianLogisticRegression:
+        """The same prior, bounds and options with another back-end (options that do not
+        apply to it are dropped)."""
+        keep = {k: v for k, v in self._options.items() if backend in _OPTION_BACKENDS[k]}
+        return type(self)(
+            self.beta,
+            self.c,
+            self.radius,
+            backend=backend,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            **keep,
+        )
+
+    def _resolve(self, n: int, d: int, lam: float, eps: float, method: str, size=None):
+        """The model with a concrete back-end for a release of ``size`` draws (each at
+        (lam, eps)) on n records of d features: itself unless backend="auto".
+
+        "auto" picks between the two certified back-ends from public inputs only (n, d,
+        beta, c, the knobs that calibration gives for (lam, eps), size): the exact
+        rejection sampler when its public proposal budget fits (docs/exact.md §4) and it
+        costs fewer row operations than Langevin's K steps (k chains each), else Langevin;
+        OPS needs the exact back-end. Never the data's values or acceptance rate.
+        Raises InfeasiblePrivacyError when neither certified back-end can run.
+        """
+        if self.backend != "auto":
+            return self
+        from ..sampling import exact
+
+        k = size or 1
+        exact_model, exact_cost, why = self.with_backend("exact"), math.inf, ""
+        try:
+            cal = exact_model._calibrate(n, lam, eps, method)
+            if n > 0:
+                proposals, _ = exact.exact_feasibility(
+                    n, d, self.beta, self.c_bound, cal.r, cal.m, method=cal.method,
+                    radius=self.radius if method == "ops" else None, size=k,
+                    delta_f=exact_model.delta_f or exact.DELTA_F,
+                    max_proposals=exact_model.max_proposals or exact.MAX_PROPOSALS,
+                )  # fmt: skip
+                # row operations: proposals (d each) and ~16 Newton steps (d^2 + 2d each)
+                exact_cost = proposals * d + exact.WARM_ITERATIONS * 2 * d * (d + 2)
+            else:
+                exact_cost = 0.0
+        except exact.ExactInfeasibleError as err:
+            why = str(err)
+        if method == "ops":
+            if math.isfinite(exact_cost):
+                return exact_model
+            raise InfeasiblePrivacyError(
+                "backend='auto': OPS needs the exact back-end, which cannot run for these "
+                f"public inputs ({why}); use a larger beta or radius, another method, or "
+                "backend='imh' (an approximate MCMC release)",
+                reachable={"backend": "imh", "method": "diffused"},
+            )
+        langevin_model = self.with_backend("langevin")
+        try:
+            lcal = langevin_model._calibrate(n, lam, eps, method)
+            steps = (lcal.sampler or {}).get("steps", 0)
+            langevin_cost = steps * k * 2 * d
+        except InfeasiblePrivacyError:
+            langevin_cost = math.inf
+        if exact_cost <= langevin_cost and math.isfinite(exact_cost):
+            return exact_model
+        if math.isfinite(langevin_cost):
+            return langevin_model
+        raise InfeasiblePrivacyError(
+            f"backend='auto': neither certified back-end can run for these public inputs "
+            f"(exact: {why or 'infeasible'}; langevin: infeasible at this lam and eps)",
+            reachable={"backend": "imh"},
+        )
+
+    def _check_release(self, n: int, d: int, cal: Calibration, size=None) -> float:
+        """Checks a release can run, from public inputs, before any ledger charge; returns
+        the total-variation allowance of its law (the exact back-end's failure
+        probability delta_f per call, docs/exact.md §4; 0 for the others)."""
+        if self.backend == "auto":
+            raise ValueError("resolve backend='auto' first (model._resolve)")
+        if self.backend != "exact" or n == 0:
+            return 0.0
+        from ..sampling import exact
+
+        delta_f = self.delta_f or exact.DELTA_F
+        exact.exact_feasibility(
+            n, d, self.beta, self.c_bound, cal.r, cal.m, method=cal.method,
+            radius=self.radius if cal.method == "ops" else None, size=size or 1,
+            delta_f=delta_f, max_proposals=self.max_proposals or exact.MAX_PROPOSALS,
+        )  # fmt: skip
+        return float(delta_f)
 
     # -- data ---------------------------------------------------------------------
     def _statistics(self, data) -> tuple[tuple[np.ndarray, np.ndarray], int]:
@@ -330,6 +461,13 @@ class BayesianLogisticRegression(Frozen):
         vals = [round_up(Fraction(v) * rho) if math.isfinite(v) else math.inf for v in uniq]
         res[:] = np.asarray(vals)[inverse]
         return res.reshape(lam.shape)
+
+    @property
+    def c_bound(self) -> float:
+        """The float just above the certified row-norm bound ``_c_cert()``: the c that the
+        samplers' own bounds (e.g. the exact back-end's envelope) must use, since
+        validation accepts rows up to c (1 + 2e-12)."""
+        return round_up(self._c_cert())
 
     def _c_cert(self) -> Fraction:
         """The bound on the true norm of every accepted row: c (1 + 2 NORM_SLACK), exact."""
@@ -486,7 +624,10 @@ class BayesianLogisticRegression(Frozen):
     def _draw(
         self, xy, cal: Calibration, rng, size=None, *, progressbar=False, on_bad_diagnostics="raise"
     ):
-        """(value (d,) or (size, d), None, diagnostics): post-convergence MCMC draws."""
+        """(value (d,) or (size, d), None, diagnostics): one release per draw, from the
+        concrete back-end (``_resolve`` chose it when backend="auto")."""
+        if self.backend == "auto":
+            raise ValueError("resolve backend='auto' first (model._resolve)")
         if self.backend == "imh":
             from ..sampling.imh import release_draw
         elif self.backend == "exact":

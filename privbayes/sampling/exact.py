@@ -766,7 +766,7 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
     n, d = x.shape
     k = size or 1
     plan = exact_plan(
-        n, d, model.beta, model.c, cal.r, cal.m, method=cal.method,
+        n, d, model.beta, model.c_bound, cal.r, cal.m, method=cal.method,
         radius=model.radius if cal.method == "ops" else None, size=k,
         delta_f=getattr(model, "delta_f", None) or DELTA_F,
         max_proposals=getattr(model, "max_proposals", None) or MAX_PROPOSALS,
