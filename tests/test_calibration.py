@@ -154,7 +154,7 @@ def test_tiny_eps_and_near_one_order():
 
 def test_calibration_uses_only_public_inputs():
     params = list(inspect.signature(pb.calibrate).parameters)
-    assert params == ["model", "n", "lam", "eps", "method"]
+    assert params == ["model", "n", "lam", "eps", "method", "d"]  # d: GLM features (public)
     # two different data sets of the same size get the same mechanism
     a = pb.sample(BetaBernoulli(), np.zeros(50), 2.0, 0.5, rng=1)
     b = pb.sample(BetaBernoulli(), np.ones(50), 2.0, 0.5, rng=1)

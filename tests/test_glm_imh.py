@@ -6,15 +6,18 @@ k independent draws (ESS = k) once the chains have converged."""
 import math
 import tracemalloc
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
 import privbayes as pb
-from privbayes import BayesianLogisticRegression
 from privbayes.certified import round_up
 from privbayes.sampling import imh, pymc_backend
+
+# these tests are about the MCMC back-ends: IMH unless a test says otherwise
+BayesianLogisticRegression = partial(pb.BayesianLogisticRegression, backend="imh")
 
 Z = 4.5  # standard errors allowed; with ~40 comparisons per test a false alarm is ~1e-4
 
@@ -320,7 +323,9 @@ def test_ledger_names_the_composition(tmp_path):
     ledger.init_budget("d", eps=50.0, delta=1e-6)
     X, y = _toy(n=40, d=2)
     pb.sample(BayesianLogisticRegression(), (X, y), 2.0, 1.0, size=5, ledger=ledger, dataset="d")
-    assert ledger.status("d")[0]["charges"][0]["mechanism"].endswith(" x5")
+    assert ledger.status("d")[0]["charges"][0]["mechanism"].endswith(
+        " x5 backend=imh [approximate]"
+    )
 
 
 def test_ops_calibration_survives_underflow():

@@ -3,13 +3,16 @@ ConvergenceError advice, the intercept, and OPS's t (issue 12 items 7, 8, 13, 14
 
 import math
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
 
 import privbayes as pb
-from privbayes import BayesianLogisticRegression
 from privbayes.sampling import imh, pymc_backend
+
+# these tests are about the MCMC back-ends: IMH unless a test says otherwise
+BayesianLogisticRegression = partial(pb.BayesianLogisticRegression, backend="imh")
 
 
 def _toy(n=60, d=2, seed=0):

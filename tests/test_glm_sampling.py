@@ -2,14 +2,17 @@
 compiled once, diagnostics, bad input. The IMH back-end's own checks: test_glm_imh.py."""
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 from scipy import integrate
 
 import privbayes as pb
-from privbayes import BayesianLogisticRegression
 from privbayes.sampling import pymc_backend
+
+# these tests are about the MCMC back-ends: IMH unless a test says otherwise
+BayesianLogisticRegression = partial(pb.BayesianLogisticRegression, backend="imh")
 
 
 def _toy(n=40, d=1, seed=0):
@@ -237,7 +240,12 @@ def test_estimator_accepts_a_generator_and_names_the_intercept_bound():
     X = pb.preprocessing.clip_rows(rng.normal(size=(40, 2)), 0.8)
     y = (X[:, 0] > 0).astype(int)
     est = pb.PrivateLogisticRegression(
-        eps=5.0, tune=300, draws=300, chains=2, random_state=np.random.default_rng(1)
+        eps=5.0,
+        backend="imh",
+        tune=300,
+        draws=300,
+        chains=2,
+        random_state=np.random.default_rng(1),
     )
     assert est.fit(X, y).coef_.shape == (1, 2)
     with pytest.raises(ValueError, match="sqrt"):

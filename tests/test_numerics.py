@@ -301,7 +301,7 @@ def test_rounding_helpers():
 def test_glm_certificate_is_the_exact_closed_form_rounded_up(monkeypatch):
     from privbayes.sampling import imh
 
-    model = pb.BayesianLogisticRegression(beta=0.37, c=1.3)
+    model = pb.BayesianLogisticRegression(beta=0.37, c=1.3, backend="imh")
     for n, lam, eps, method in [(7, 2.0, 0.3, "diffused"), (1000, 13.0, 1e-3, "concentrated")]:
         cal = calibrate(model, n, lam, eps, method)
         # the prior precision the IMH sampler really uses, captured from it

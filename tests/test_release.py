@@ -102,7 +102,10 @@ def test_release_carries_no_statistic_and_no_posterior():
         "calibration",
         "diagnostics",
         "size",
+        "guarantee",
+        "tv",
     }
+    assert rel.guarantee == "exact" and rel.tv == 0.0
     assert rel.diagnostics is None  # exact sampling: nothing computed on the data
     assert not hasattr(rel, "__dict__")  # frozen dataclass with slots-like fields only
     text = repr(rel) + repr(rel.calibration)

@@ -31,10 +31,12 @@ def certified_dp(curve, delta: float) -> float:
         return float(RdpAccountant().compose(curve).get_epsilon(delta))
 
 
-def _calibration(model, n, lam, eps, method) -> Calibration:
+def _calibration(model, n, lam, eps, method, d=None) -> Calibration:
+    """The calibration a release would use; for GLMs with backend="auto", the back-end
+    :func:`privbayes.sample` would pick for d features (its ``model`` carries it)."""
     if isinstance(model, type) or not hasattr(model, "_calibrate"):
         raise TypeError(f"model must be a privbayes model instance; got {model!r}")
-    return calibrate(model, n, lam, eps, method)
+    return calibrate(model, n, lam, eps, method, d=d if hasattr(model, "_resolve") else None)
 
 
 def worst_case_pair(model, n, lam, eps, method: str = "diffused", *, d: int = 1):
@@ -62,7 +64,7 @@ def worst_case_pair(model, n, lam, eps, method: str = "diffused", *, d: int = 1)
     n = check_n(n)
     if n < 1:
         raise ValueError("n must be >= 1: with no records there is no neighbouring pair")
-    cal = _calibration(model, n, lam, eps, method)
+    cal = _calibration(model, n, lam, eps, method, d)
     hook = getattr(model, "_worst_pair", None)
     if hook is None:
         raise TypeError(f"no worst-case pair is known for {type(model).__name__}")
@@ -84,11 +86,22 @@ class CalibratedMechanism:
 
     ``query=True`` (BetaBernoulli only) releases a statistical query: data are values in
     [0, 1] and the statistic is their sum, as in :func:`privbayes.release_query`.
-    ``options`` go to the GLM back-end (e.g. ``on_bad_diagnostics``).
+    ``options`` go to the GLM back-end (e.g. ``on_bad_diagnostics``). ``d``: GLMs with
+    backend="auto" only — the number of features, from which the back-end is chosen as
+    :func:`privbayes.sample` would (default: the exact back-end's calibration).
     """
 
     def __init__(
-        self, model, n, lam, eps, method: str = "diffused", *, query: bool = False, **options
+        self,
+        model,
+        n,
+        lam,
+        eps,
+        method: str = "diffused",
+        *,
+        query: bool = False,
+        d: int | None = None,
+        **options,
     ) -> None:
         self.query = bool(query)
         if self.query:
@@ -96,8 +109,8 @@ class CalibratedMechanism:
                 raise TypeError("query=True needs a BetaBernoulli model (the query's Beta prior)")
             # the query's own mechanism: exact sum floored to 2^-8, its parameter grid
             model = MeanQuery(*model._alpha.tolist())
-        self.calibration = _calibration(model, n, lam, eps, method)
-        self.model = model
+        self.calibration = _calibration(model, n, lam, eps, method, d)
+        self.model = self.calibration.model  # GLMs: the concrete back-end ("auto" resolved)
         self.options = options
 
     def __repr__(self) -> str:
@@ -161,7 +174,10 @@ def audit_model(
     :class:`CalibratedMechanism`, runs :func:`audit` and fills ``eps_certified`` with the
     certified eps at ``delta``. Arguments as in those functions.
     """
-    mech = CalibratedMechanism(model, n, lam, eps, method, query=query, **options)
+    glm = hasattr(model, "_resolve")
+    mech = CalibratedMechanism(
+        model, n, lam, eps, method, query=query, d=d if glm else None, **options
+    )
     data, neighbour = worst_case_pair(model, n, lam, eps, method, d=d)
     return audit(
         mech,

@@ -109,11 +109,22 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
     "backend": (
         ("--backend",),
         {
-            "choices": ("imh", "pymc"),
-            "help": "MCMC back-end: independence Metropolis-Hastings (default) or PyMC NUTS",
+            "choices": ("auto", "exact", "langevin", "imh", "pymc"),
+            "help": "logistic back-end: auto (default: exact or langevin, both certified, "
+            "chosen from public inputs), exact (rejection sampling: exact posterior draws), "
+            "langevin (certified noisy gradient descent), or the approximate MCMC "
+            "back-ends imh and pymc",
         },
     ),
-    "d": (("--d",), {"type": int, "metavar": "D", "help": "feature dimension (default 1)"}),
+    "d": (
+        ("--d",),
+        {
+            "type": int,
+            "metavar": "D",
+            "help": "feature dimension (audit: default 1; calibrate: lets --backend auto "
+            "choose as sample would)",
+        },
+    ),
 }
 
 # Flags a command registers but no model of it uses, with the reason.
@@ -240,16 +251,14 @@ class LogisticAdapter(Adapter):
                 "backend",
             }
         ),
-        "calibrate": frozenset({"beta", "c"}),
+        "calibrate": frozenset({"beta", "c", "d", "backend"}),
         "audit": frozenset({"beta", "c", "d", "backend"}),
     }
 
     def build(self, args, command):
         from ..models import BayesianLogisticRegression
 
-        options = {}
-        if command != "calibrate":
-            options["backend"] = args.backend or "imh"
+        options = {"backend": args.backend or "auto"}
         if command == "sample":
             if args.intercept_scaling is not None and not args.intercept:
                 raise UsageError("--intercept-scaling needs --intercept")

@@ -21,7 +21,9 @@ def run(args) -> dict:
     from ..calibration import calibrate
 
     adapter = _models.resolve(args, "calibrate")
-    cal = calibrate(adapter.build(args, "calibrate"), args.n, args.lam, args.eps, args.method)
+    model = adapter.build(args, "calibrate")
+    extra = {"d": args.d} if getattr(args, "d", None) is not None else {}
+    cal = calibrate(model, args.n, args.lam, args.eps, args.method, **extra)
     ops = cal.method == "ops"
     return {
         "method": cal.method,
@@ -34,4 +36,7 @@ def run(args) -> dict:
         "n": cal.n,
         "worst_pair": cal.pair,
         "iterations": cal.iterations,
+        "guarantee": cal.guarantee,
+        **({"backend": cal.model.backend} if hasattr(cal.model, "backend") else {}),
+        **({"sampler": cal.sampler} if cal.sampler is not None else {}),
     }

@@ -25,7 +25,9 @@ def register(subparsers) -> None:
 
 def result(rel) -> dict:
     """The JSON fields every release reports: the draw and its certificate, nothing else.
-    ``t`` is OPS's tempering (null otherwise); ``r`` is null for OPS."""
+    ``t`` is OPS's tempering (null otherwise); ``r`` is null for OPS; ``guarantee`` says
+    what the certificate covers (exact, algorithm, approximate) and ``tv`` the
+    total-variation allowance a conversion to (eps, delta) adds (README)."""
     ops = rel.method == "ops"
     return {
         "value": rel.value,
@@ -36,6 +38,8 @@ def result(rel) -> dict:
         "lam": rel.lam,
         "eps": rel.eps,
         "n": rel.n,
+        "guarantee": rel.guarantee,
+        "tv": rel.tv,
     }
 
 

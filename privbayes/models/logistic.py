@@ -178,6 +178,7 @@ class BayesianLogisticRegression(Frozen):
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
         self.radius = self.c / self.beta if radius is None else _scale(radius, "radius")
+        self._radius_arg = radius  # None: the default c / beta (with_backend keeps it so)
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
         self.backend = backend
@@ -281,7 +282,7 @@ class BayesianLogisticRegression(Frozen):
         return type(self)(
             self.beta,
             self.c,
-            self.radius,
+            self._radius_arg,
             backend=backend,
             fit_intercept=self.fit_intercept,
             intercept_scaling=self.intercept_scaling,

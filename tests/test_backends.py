@@ -1,0 +1,215 @@
+"""GLM back-ends as users meet them: the automatic choice, the guarantee every release
+carries, options that do not apply, and the accounting of the exact back-end's
+total-variation allowance (docs/accounting.md §8)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import privbayes as pb
+from privbayes.accounting import RdpAccountant, gaussian_rdp
+from privbayes.errors import InfeasiblePrivacyError
+
+
+def _data(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    x *= 0.8 / np.maximum(1.0, np.linalg.norm(x, axis=1))[:, None]  # room for an intercept
+    y = (x @ np.ones(d) + rng.normal(size=n) > 0).astype(float)
+    return x, y
+
+
+# -- the automatic choice uses public inputs only --------------------------------------------
+def test_auto_picks_the_same_certified_backend_for_any_data_of_one_shape():
+    model = pb.BayesianLogisticRegression(beta=1e-3)
+    assert model.backend == "auto"
+    chosen = set()
+    for seed in range(3):  # different data, same (n, d): the same choice
+        x, y = _data(3000, 4, seed)
+        if seed == 2:
+            y = np.ones_like(y)  # even all one label
+        rel = pb.sample(model, (x, y), 2.0, 1.0, rng=seed)
+        chosen.add((rel.calibration.model.backend, rel.guarantee))
+    assert len(chosen) == 1
+    backend, guarantee = chosen.pop()
+    assert backend in ("exact", "langevin") and guarantee in ("exact", "algorithm")
+    # calibrate(d=...) makes the choice sample() makes, without data
+    cal = pb.calibrate(model, 3000, 2.0, 1.0, d=4)
+    assert cal.model.backend == backend and cal.guarantee == guarantee
+
+
+def test_auto_prefers_langevin_where_exact_needs_too_many_proposals():
+    # weak prior, many features: the exact back-end's public budget explodes
+    model = pb.BayesianLogisticRegression(beta=1e-4)
+    cal = pb.calibrate(model, 2000, 2.0, 1.0, d=200)
+    assert cal.model.backend == "langevin" and cal.guarantee == "algorithm"
+    assert cal.sampler["steps"] >= 1
+    # large n, small d: exact is cheap (a handful of proposals)
+    assert pb.calibrate(model, 10**6, 2.0, 1.0, d=5).model.backend == "exact"
+
+
+def test_auto_without_d_calibrates_for_exact_draws_and_bounds_langevin():
+    model = pb.BayesianLogisticRegression(beta=1e-2)
+    cal = pb.calibrate(model, 500, 2.0, 0.3)
+    assert cal.model.backend == "exact" and cal.eps <= 0.3
+    lang = pb.BayesianLogisticRegression(beta=1e-2, backend="langevin")
+    # Langevin's certificate at the same knob never exceeds the posterior's (Theorem 1)
+    orders = np.array([1.5, 2.0, 8.0])
+    assert (lang.rdp(500, orders, r=cal.r) <= cal.rdp(orders)).all()
+
+
+def test_ops_under_auto_needs_the_exact_backend():
+    x, y = _data(400, 2)
+    ok = pb.sample(pb.BayesianLogisticRegression(beta=0.5), (x, y), 2.0, 1.0, "ops", rng=0)
+    assert ok.guarantee == "exact" and ok.calibration.model.backend == "exact"
+    tight = pb.BayesianLogisticRegression(beta=0.01, radius=0.01)
+    with pytest.raises(InfeasiblePrivacyError, match="imh"):
+        pb.sample(tight, (x, y), 2.0, 1.0, "ops")
+
+
+# -- every release says which guarantee it carries -----------------------------------------
+@pytest.mark.parametrize(
+    "backend, guarantee",
+    [("exact", "exact"), ("langevin", "algorithm"), ("imh", "approximate")],
+)
+def test_guarantee_label_everywhere(backend, guarantee, tmp_path):
+    x, y = _data(300, 2)
+    model = pb.BayesianLogisticRegression(beta=0.1, backend=backend)
+    ledger = pb.Ledger.create(tmp_path / "l.db", "d", 50.0, 1e-6)
+    rel = pb.sample(model, (x, y), 2.0, 1.0, rng=0, ledger=ledger, dataset="d")
+    assert rel.guarantee == guarantee == rel.calibration.guarantee == model.guarantee
+    assert ledger.status("d")[0]["charges"][0]["mechanism"].endswith(f"[{guarantee}]")
+    clf = pb.PrivateLogisticRegression(eps=1.0, beta=0.1, backend=backend, random_state=0)
+    assert clf.fit(x, y).privacy_["guarantee"] == guarantee
+    assert (rel.tv > 0) == (backend == "exact")
+
+
+def test_conjugate_releases_are_exact():
+    rel = pb.sample(pb.BetaBernoulli(), [0, 1, 1], 2.0, 1.0, rng=0)
+    assert rel.guarantee == "exact" and rel.tv == 0.0
+
+
+# -- options that do not apply are refused ---------------------------------------------------
+@pytest.mark.parametrize(
+    "backend, option",
+    [
+        ("exact", {"tune": 10}),
+        ("langevin", {"chains": 4}),
+        ("imh", {"delta_f": 1e-9}),
+        ("pymc", {"step_scale": 0.5}),
+        ("auto", {"proposal_scale": 2.0}),
+        ("langevin", {"max_proposals": 10}),
+        ("exact", {"target_accept": 0.8}),
+    ],
+)
+def test_options_of_other_backends_are_refused(backend, option):
+    (name,) = option
+    with pytest.raises(ValueError, match=f"{name} does not apply to backend='{backend}'"):
+        pb.BayesianLogisticRegression(backend=backend, **option)
+
+
+def test_with_backend_keeps_the_prior_and_drops_foreign_options():
+    model = pb.BayesianLogisticRegression(beta=0.2, c=2.0, delta_f=1e-9, step_scale=0.25)
+    ex, la = model.with_backend("exact"), model.with_backend("langevin")
+    assert (ex.beta, ex.c, ex.radius, ex.delta_f) == (0.2, 2.0, 10.0, 1e-9)
+    assert la.step_scale == 0.25 and la.backend == "langevin"
+
+
+# -- the total-variation allowance in the accountant and the ledger --------------------------
+def _eps_brute(rho: float, tau: float, delta: float) -> float:
+    """Smallest eps (to 1e-4) with min over lam of the improved conversion's delta for the
+    curve rho*lam, plus tau (1 + e^eps), at most delta: a grid in eps, refined (numpy)."""
+    lam = np.geomspace(1.0 + 1e-4, 1e5, 20_001)[None, :]
+
+    def total(e):
+        e = np.asarray(e, float)[:, None]
+        log_d = (lam - 1) * (rho * lam - e + np.log1p(-1 / lam)) - np.log(lam)
+        return np.exp(np.minimum(0.0, log_d.min(axis=1))) + tau * (1 + np.exp(e[:, 0]))
+
+    lo, hi = 0.0, 20.0
+    for _ in range(3):  # the first grid point that meets delta, on finer grids
+        grid = np.linspace(lo, hi, 401)
+        ok = np.flatnonzero(total(grid) <= delta)
+        if ok.size == 0:
+            return math.inf
+        i = int(ok[0])
+        lo, hi = grid[max(i - 1, 0)], grid[i]
+    return float(hi)
+
+
+@pytest.mark.parametrize("tau", [1e-12, 1e-7, 3e-6])
+def test_tv_allowance_converts_by_the_tv_lemma(tau):
+    rho, delta = 0.05, 1e-5
+
+    class Release:  # a Gaussian-like curve with an allowance, as a release would carry
+        tv = tau
+
+        @staticmethod
+        def rdp(orders):
+            return gaussian_rdp(orders, sigma=math.sqrt(1 / (2 * rho)))
+
+    acc = RdpAccountant().compose(Release)
+    assert acc.tv == tau
+    eps = acc.get_epsilon(delta)
+    assert acc.get_delta(eps) <= delta  # the answer is valid by the lemma
+    plain = RdpAccountant().compose(Release.rdp).get_epsilon(delta)
+    assert eps >= plain
+    brute = _eps_brute(rho, tau, delta)
+    assert brute - 2e-3 <= eps <= brute + 1e-3
+    # more allowance than delta leaves room for: no finite eps
+    assert RdpAccountant().compose(Release, 10**6).get_epsilon(1e-6) == math.inf
+
+
+def test_ledger_adds_the_allowance_and_survives_reopening(tmp_path):
+    x, y = _data(2000, 3)
+    path = tmp_path / "l.db"
+    ledger = pb.Ledger.create(path, "d", 20.0, 1e-6)
+    model = pb.BayesianLogisticRegression(beta=0.01, backend="exact", delta_f=1e-9)
+    for k in range(3):
+        pb.sample(model, (x, y), 2.0, 0.5, rng=k, ledger=ledger, dataset="d")
+    st = ledger.status("d")[0]
+    assert st["tv"] == pytest.approx(3e-9, rel=1e-12)
+    assert [c["mechanism"].endswith("[exact]") for c in st["charges"]] == [True] * 3
+    ledger.close()
+    again = pb.Ledger(path, create=False).status("d")[0]
+    assert again["tv"] == st["tv"] and again["eps_spent"] == st["eps_spent"]
+    # the spent eps accounts for the allowance: at least the plain curve's conversion
+    acc = RdpAccountant(pb.Ledger(path, create=False).orders)
+    cal = pb.calibrate(model, 2000, 2.0, 0.5)
+    acc.compose(cal, 3)
+    assert st["eps_spent"] >= acc.get_epsilon(1e-6, refine=False)
+
+
+def test_an_old_ledger_without_tv_columns_is_migrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    pb.Ledger.create(path, "d", 5.0, 1e-6).close()
+    db = sqlite3.connect(path)
+    db.executescript(  # the budgets table as it was before the tv column
+        "PRAGMA foreign_keys=OFF;"
+        "CREATE TABLE b2 (dataset TEXT PRIMARY KEY, eps REAL NOT NULL, delta REAL NOT NULL,"
+        " total TEXT NOT NULL, created REAL NOT NULL);"
+        "INSERT INTO b2 SELECT dataset, eps, delta, total, created FROM budgets;"
+        "DROP TABLE budgets; ALTER TABLE b2 RENAME TO budgets;"
+    )
+    db.close()
+    ledger = pb.Ledger(path, create=False)
+    assert ledger.status("d")[0]["tv"] == 0.0
+    ledger.charge("d", lambda o: gaussian_rdp(o, sigma=10.0))
+    assert ledger.spent("d") > 0
+
+
+def test_default_accountant_sees_every_release_with_its_allowance():
+    from privbayes.accounting import default_accountant, reset_default_accountant
+
+    reset_default_accountant()
+    x, y = _data(500, 2)
+    pb.sample(pb.BetaBernoulli(), [0, 1, 1, 0], 2.0, 0.5, rng=0)
+    pb.sample(pb.BayesianLogisticRegression(beta=0.1, backend="exact"), (x, y), 2.0, 0.5)
+    acc = default_accountant()
+    assert acc.releases == 2 and acc.tv == 1e-12
+    assert acc.get_epsilon(1e-6) > 0
+    reset_default_accountant()
+    assert default_accountant().releases == 0
