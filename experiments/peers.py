@@ -601,6 +601,12 @@ def main(argv: list[str] | None = None) -> None:
         figures += figs
         section_meta = meta["counts"] | {"diffprivlib": meta.get("diffprivlib")}
         sections.append(report.count_report(cargs, res_by, grid, figs, section_meta))
+    if log_rows or res_by:
+        sections.append(
+            report.discussion(
+                largs if log_rows else None, log_rows, res_by, cargs if res_by else None
+            )
+        )
     body = f"## privbayes against its peers at equal (ε, δ) (`experiments/{NAME}.py`)\n\n"
     body += _intro(args) + "\n\n" + "\n\n".join(sections)
     C.replace_report_section(out / "REPORT.md", NAME, body)
