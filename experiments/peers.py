@@ -531,6 +531,7 @@ def _run_logistic(args, out: Path, python, old: dict | None) -> tuple[list[dict]
         ]
         rows = kept + rows
     C.write_csv(csv_path, LOGISTIC_COLUMNS, ([r[c] for c in LOGISTIC_COLUMNS] for r in rows))
+    rows = _read_logistic(csv_path)  # the report reads what --report-only will read
     info = {"args": _settings(args, "logistic"), "wall_time": str(timer), "jobs": args.jobs}
     if args.merge and old:
         info["wall_time"] = f"{old['wall_time']} + {timer} (merged run)"
