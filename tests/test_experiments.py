@@ -205,3 +205,50 @@ def test_seeding_is_per_task():
     np.testing.assert_array_equal(a, C.task_rng(1, 3).random(4))
     assert not np.array_equal(a, C.task_rng(1, 4).random(4))
     assert not np.array_equal(a, C.task_rng(2, 3).random(4))
+
+
+@pytest.mark.skipif(not ALL_DATA, reason="Abalone/Adult/MNIST files not available (data/README.md)")
+def test_peers_quick(tmp_path):
+    """The peers study end to end (diffprivlib's rows only where an interpreter has it)."""
+    from _peers import bridge
+
+    stdout = _run("peers.py", tmp_path)
+    dpl = bridge.find_python()[0] is not None
+    if not dpl:
+        assert "diffprivlib unavailable" in stdout
+    peers_ = {"dpgd", "objpert"} | ({"diffprivlib", "diffprivlib-default"} if dpl else set())
+    with (tmp_path / "peers_logistic.csv").open() as f:
+        reader = csv.DictReader(f)
+        assert (
+            reader.fieldnames
+            == (
+                "dataset method backend guarantee n d eps delta trial accuracy knob lam eps_rdp "
+                "eps_dp seconds status detail"
+            ).split()
+        )
+        rows = list(reader)
+    expected = {"diffused", "concentrated", "ops", "map", "majority-class"} | peers_
+    assert {r["method"] for r in rows} == expected
+    pngs = sorted(tmp_path.glob("peers_*.png"))
+    assert len(pngs) == 3 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    report = (tmp_path / "REPORT.md").read_text()
+    assert report.count("<!-- BEGIN peers -->") == 1 and report.count("<!-- END peers -->") == 1
+    assert all(f"]({p.name})" in report for p in pngs)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert ok and all(0 <= float(r["accuracy"]) <= 1 for r in ok)
+    for r in rows:
+        if r["eps_dp"]:  # every certified (eps, delta) within its target
+            assert float(r["eps_dp"]) <= float(r["eps"])
+        if r["method"] in ("diffused", "concentrated", "ops"):
+            assert r["guarantee"] == "approximate" and r["backend"] == "imh"
+    with (tmp_path / "peers_counts.csv").open() as f:
+        counts = list(csv.DictReader(f))
+    methods = {r["method"] for r in counts}
+    assert {"diffused", "concentrated", "laplace", "gaussian", "noisy-stats"} <= methods
+    assert ("diffprivlib" in methods) == dpl
+    assert all(float(r["error"]) >= 0 for r in counts)
+    assert "minus each peer" in report and "Winner per cell" in report and "Discussion" in report
+    # --report-only redraws the same section from the saved results
+    before = report
+    _run("peers.py", tmp_path, "--report-only")
+    assert (tmp_path / "REPORT.md").read_text() == before
