@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -77,6 +77,8 @@ class PrivateSample:
     size: int | None = None
     guarantee: str = "exact"
     tv: float = 0.0
+    # rdp() is size x calibration.rdp(), exact and rounded up (the accountant relies on it)
+    _rdp_is_size_times_calibration: ClassVar[bool] = True
 
     @property
     def t(self) -> float | None:
@@ -118,6 +120,7 @@ class _Charge:
     calibration: Calibration
     size: int | None
     tv: float = 0.0
+    _rdp_is_size_times_calibration: ClassVar[bool] = True
 
     @property
     def guarantee(self) -> str:

@@ -213,3 +213,23 @@ def test_default_accountant_sees_every_release_with_its_allowance():
     assert acc.get_epsilon(1e-6) > 0
     reset_default_accountant()
     assert default_accountant().releases == 0
+
+
+def test_default_accountant_defers_evaluation_and_matches_an_eager_one():
+    """Releases are kept as (calibration, size, tv) and evaluated when the accountant is
+    read, once per distinct mechanism; the result equals an eager accountant's."""
+    from privbayes.accounting import default_accountant, reset_default_accountant
+
+    reset_default_accountant()
+    model = pb.BetaBernoulli(2, 1)
+    rels = [pb.sample(model, [0, 1, 1], 2.0, 0.3, rng=i) for i in range(30)]
+    rels.append(pb.sample(model, [0, 1, 1], 2.0, 0.9, size=3, rng=0))
+    acc = default_accountant()
+    assert acc.releases == 31 and len(acc._pending) == 2  # two distinct mechanisms
+    eager = RdpAccountant()
+    for rel in rels:
+        eager.compose(rel)
+    assert acc.get_epsilon(1e-6) == eager.get_epsilon(1e-6)
+    np.testing.assert_array_equal(acc.rdp, eager.rdp)
+    assert not any(rel in v for v in acc._parts.values() for rel in rels)  # no draws kept
+    reset_default_accountant()

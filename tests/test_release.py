@@ -45,7 +45,7 @@ def test_draws_follow_the_mechanism_posterior():
     rng = np.random.default_rng(11)
     for method in ["diffused", "concentrated"]:
         draws = [
-            pb.sample(BetaBernoulli(2, 1), data, 2.0, 0.3, method, rng=rng) for _ in range(3000)
+            pb.sample(BetaBernoulli(2, 1), data, 2.0, 0.3, method, rng=rng) for _ in range(1500)
         ]
         r, m = draws[0].r, draws[0].m
         target = stats.beta(2 / m + r * 12, 1 / m + r * 28)

@@ -200,6 +200,14 @@ def eps_with_tv(conv, delta: float, tau: Fraction) -> tuple:
     return (math.inf, math.nan)
 
 
+def _check_tv(curve) -> float:
+    """A curve's total-variation allowance (0 when it has none), checked."""
+    tv = getattr(curve, "tv", 0.0)
+    if isinstance(tv, bool) or not isinstance(tv, int | float) or not 0 <= tv <= 1:
+        raise ValueError(f"a curve's tv must be a number in [0, 1]; got {tv!r}")
+    return float(tv)
+
+
 def _is_release(curve) -> bool:
     cal = getattr(curve, "calibration", None)
     return cal is not None and hasattr(cal, "rdp") and hasattr(curve, "size")
@@ -247,6 +255,13 @@ class RdpAccountant:
         if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
             raise ValueError(f"count must be an integer >= 0; got {count!r}")
         fixed = isinstance(curve, np.ndarray | list | tuple)
+        if getattr(curve, "_rdp_is_size_times_calibration", False):
+            # a privbayes release or charge: its curve is size x one draw's (exact, rounded
+            # up) by construction, so one evaluation of the calibration's curve suffices
+            cal_eps = np.asarray(curve.calibration.rdp(self.orders), float)
+            if np.isnan(cal_eps).any() or (cal_eps < 0).any():
+                raise ValueError("a curve must be >= 0 at every order (no NaN)")
+            return cal_eps, curve.calibration, curve.size or 1, _check_tv(curve)
         eps = np.asarray(curve, float) if fixed else self._evaluate(curve, self.orders)
         if eps.shape != self.orders.shape:
             raise ValueError(
@@ -266,10 +281,7 @@ class RdpAccountant:
                 eps = cal_eps
             else:
                 part, mult = None, 0
-        tv = getattr(curve, "tv", 0.0) if not fixed else 0.0
-        if isinstance(tv, bool) or not isinstance(tv, int | float) or not 0 <= tv <= 1:
-            raise ValueError(f"a curve's tv must be a number in [0, 1]; got {tv!r}")
-        return eps, part, mult, float(tv)
+        return eps, part, mult, (0.0 if fixed else _check_tv(curve))
 
     def _add(self, eps: np.ndarray, part, mult: int, tv: float, count: int) -> None:
         if count == 0:

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from .accountant import RdpAccountant
+from .accountant import RdpAccountant, _check_tv
 
 __all__ = ["SharedAccountant", "default_accountant", "reset_default_accountant"]
 
@@ -32,15 +32,36 @@ class SharedAccountant(RdpAccountant):
     def __init__(self, orders=None) -> None:
         super().__init__(orders)
         self._lock = threading.Lock()
+        self._pending: dict[tuple, list] = {}  # _key(release) -> [its part, count]
 
     def compose(self, curve, count: int = 1) -> SharedAccountant:
+        if getattr(curve, "_rdp_is_size_times_calibration", False):
+            # a privbayes release: kept as its (public) calibration and evaluated when the
+            # accountant is read, once per distinct calibration (a release costs O(1) here)
+            if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+                raise ValueError(f"count must be an integer >= 0; got {count!r}")
+            if count:
+                part = _Part(curve.calibration, curve.size, _check_tv(curve))  # no draws kept
+                with self._lock:
+                    entry = self._pending.setdefault(_key(part), [part, 0])
+                    entry[1] += int(count)
+                    self.releases += int(count)
+            return self
         prepared = self._prepare(curve, count)  # validates; no state touched
         with self._lock:
             self._add(*prepared, count)
         return self
 
+    def _flush(self) -> None:
+        """Evaluate the pending releases (under the lock)."""
+        pending, self._pending = self._pending, {}
+        for curve, count in pending.values():
+            self._add(*self._prepare(curve, count), count)
+            self.releases -= count  # counted when composed
+
     def _snapshot(self) -> RdpAccountant:
         with self._lock:
+            self._flush()
             snap = RdpAccountant.__new__(RdpAccountant)
             snap.orders = self.orders
             snap._sum = self._sum.copy()
@@ -71,9 +92,39 @@ class SharedAccountant(RdpAccountant):
         """Forget every composed curve (releases back to 0)."""
         with self._lock:
             RdpAccountant.__init__(self, self.orders)
+            self._pending = {}
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()  # a lock held by another thread at fork is never freed
+
+
+def _key(part) -> tuple:
+    """Releases of one mechanism share a key (and one evaluation of its curve): the same
+    model object (kept alive by the entry, so its id is not reused), n, method, knobs,
+    order, sampler settings, size and tv."""
+    c = part.calibration
+    sampler = getattr(c, "sampler", None)
+    return (
+        id(getattr(c, "model", c)),
+        getattr(c, "n", None),
+        getattr(c, "method", None),
+        getattr(c, "r", None),
+        getattr(c, "m", None),
+        getattr(c, "lam", None),
+        None if sampler is None else repr(sorted(sampler.items())),
+        part.size,
+        part.tv,
+    )
+
+
+class _Part:
+    """A release as the default accountant keeps it: its public calibration, size and tv."""
+
+    __slots__ = ("calibration", "size", "tv")
+    _rdp_is_size_times_calibration = True
+
+    def __init__(self, calibration, size, tv: float) -> None:
+        self.calibration, self.size, self.tv = calibration, size, tv
 
 
 _default: SharedAccountant | None = None
