@@ -49,6 +49,7 @@ _LAZY = {
     "audit": (".audit", None),
     "datasets": (".datasets", None),
     "preprocessing": (".preprocessing", None),
+    "models": (".models", None),
 }
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "audit",
     "calibrate",
     "datasets",
+    "models",
     "preprocessing",
     "release_query",
     "renyi_beta",
@@ -98,7 +100,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
-    from . import accounting, audit, datasets, preprocessing
+    from . import accounting, audit, datasets, models, preprocessing
     from .accounting import RdpAccountant
     from .accounting.ledger import Ledger
     from .calibration import Calibration, calibrate
