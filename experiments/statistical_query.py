@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
-import privbayes as pb  # noqa: E402
 from privbayes import datasets  # noqa: E402
+from privbayes.models import MeanQuery  # noqa: E402
 
 NAME = "statistical_query"
 METHODS = ("diffused", "concentrated", "gaussian")
@@ -72,7 +72,7 @@ def query_values(adult: datasets.Adult, query: str) -> np.ndarray:
 def run_task(index, seed, values, n, lam, eps_grid, trials, prior):
     """One (query, n, lam): every eps and method on the same ``trials`` subsamples."""
     rng = C.task_rng(seed, index)
-    model = pb.models.MeanQuery(*prior)  # the query's own mechanism (sum floored to 2^-8)
+    model = MeanQuery(*prior)  # the query's own mechanism (sum floored to 2^-8)
     if n == len(values):
         s = np.full(trials, values.sum())
     else:
