@@ -91,6 +91,18 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def parse_quick(
+    p: argparse.ArgumentParser, argv: list[str] | None, quick: dict
+) -> argparse.Namespace:
+    """Parse ``argv``; with ``--quick`` the ``quick`` settings replace the defaults (explicit
+    options still win)."""
+    args = p.parse_args(argv)
+    if args.quick:
+        p.set_defaults(**quick)
+        args = p.parse_args(argv)
+    return args
+
+
 def task_rng(seed: int, index: int) -> np.random.Generator:
     """The generator of task ``index``: independent of how tasks are spread over workers."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
@@ -127,6 +139,16 @@ def run_tasks(
 # -- the mechanisms, vectorised over trials -------------------------------------------------
 
 
+def release(
+    draws: Callable, model, n: int, lam: float, eps: float, method: str, s, rng
+) -> tuple[np.ndarray, pb.Calibration]:
+    """``draws(model, n, s, rng, r, m)`` at the (r, m) of ``pb.calibrate``: one release per
+    entry of ``s``. The calibration depends on public inputs only, so one serves every trial.
+    """
+    cal = pb.calibrate(model, n, lam, eps, method)
+    return draws(model, n, s, rng, r=cal.r, m=cal.m), cal
+
+
 def beta_release(
     model: pb.BetaBernoulli, n: int, lam: float, eps: float, method: str, s, rng
 ) -> tuple[np.ndarray, pb.Calibration]:
@@ -138,8 +160,7 @@ def beta_release(
     ``pb.models.MeanQuery`` for ``pb.release_query``; tests/test_experiments.py checks
     they agree draw for draw).
     """
-    cal = pb.calibrate(model, n, lam, eps, method)
-    return beta_draws(model, n, s, rng, r=cal.r, m=cal.m), cal
+    return release(beta_draws, model, n, lam, eps, method, s, rng)
 
 
 def beta_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
@@ -165,8 +186,7 @@ def gamma_release(
     the model's own shape and rate arithmetic and log-space sampler, as ``model._draw``
     (tests/test_experiments.py checks they agree draw for draw).
     """
-    cal = pb.calibrate(model, n, lam, eps, method)
-    return gamma_draws(model, n, s, rng, r=cal.r, m=cal.m), cal
+    return release(gamma_draws, model, n, lam, eps, method, s, rng)
 
 
 def gamma_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
@@ -183,8 +203,7 @@ def normal_release(
     ``s_c`` are the model's statistics (``model._statistics(x)[0]``: correctly rounded
     sums of x - c); each draw is offset + (w S_c + sd Z), as ``model._draw``.
     """
-    cal = pb.calibrate(model, n, lam, eps, method)
-    return normal_draws(model, n, s_c, rng, r=cal.r, m=cal.m), cal
+    return release(normal_draws, model, n, lam, eps, method, s_c, rng)
 
 
 def normal_draws(model, n: int, s_c, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:

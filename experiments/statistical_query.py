@@ -23,9 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
+import _conjugate as K  # noqa: E402
 
-import privbayes as pb  # noqa: E402
 from privbayes import datasets  # noqa: E402
+from privbayes.models import MeanQuery  # noqa: E402
 
 NAME = "statistical_query"
 METHODS = ("diffused", "concentrated", "gaussian")
@@ -52,10 +53,7 @@ def parse_args(argv: list[str] | None = None):
     )
     p.add_argument("--trials", type=int, default=200, help="subsamples per setting")
     p.add_argument("--prior", type=C.floats, default=[1.0, 1.0], help="Beta prior a,b")
-    args = p.parse_args(argv)
-    if args.quick:
-        p.set_defaults(**QUICK)
-        args = p.parse_args(argv)
+    args = C.parse_quick(p, argv, QUICK)
     unknown = set(args.queries) - set(QUERIES)
     if unknown:
         p.error(f"unknown queries {sorted(unknown)}; choose from {list(QUERIES)}")
@@ -72,7 +70,7 @@ def query_values(adult: datasets.Adult, query: str) -> np.ndarray:
 def run_task(index, seed, values, n, lam, eps_grid, trials, prior):
     """One (query, n, lam): every eps and method on the same ``trials`` subsamples."""
     rng = C.task_rng(seed, index)
-    model = pb.models.MeanQuery(*prior)  # the query's own mechanism (sum floored to 2^-8)
+    model = MeanQuery(*prior)  # the query's own mechanism (sum floored to 2^-8)
     if n == len(values):
         s = np.full(trials, values.sum())
     else:
@@ -80,38 +78,17 @@ def run_task(index, seed, values, n, lam, eps_grid, trials, prior):
             [values[rng.choice(len(values), n, replace=False)].sum() for _ in range(trials)]
         )
     answer = s / n
-    est = np.empty((len(METHODS), len(eps_grid), trials))
-    knob = np.empty((len(METHODS), len(eps_grid)))
-    for j, eps in enumerate(eps_grid):
-        for i, method in enumerate(METHODS[:2]):
-            est[i, j], cal = C.beta_release(model, n, lam, eps, method, s, rng)
-            knob[i, j] = cal.r if method == "diffused" else cal.m
-        sigma = C.gaussian_sigma(lam, eps, 1.0 / n)
-        est[2, j] = np.clip(answer + sigma * rng.standard_normal(trials), 0.0, 1.0)
-        knob[2, j] = sigma
-    nonpriv = C.beta_draws(model, n, s, rng)
-    return {"answer": answer, "est": est, "knob": knob, "nonpriv": nonpriv}
+    # the Gaussian mechanism on the mean (sensitivity 1/n) releases the clipped noisy mean
+    as_is = lambda noisy: noisy
+    found = K.releases(
+        model, n, lam, eps_grid, s, rng, C.beta_draws, 1.0 / n, (0.0, 1.0), answer, as_is
+    )
+    return {"answer": answer, **found}
 
 
 def _rows(settings, results, eps_grid):
-    for (q, n, lam), res in zip(settings, results, strict=True):
-        ans, knob = res["answer"], res["knob"].tolist()
-        for t in range(len(ans)):
-            a = float(ans[t])
-            for i, method in enumerate(METHODS):
-                for j, eps in enumerate(eps_grid):
-                    yield (
-                        q,
-                        method,
-                        n,
-                        lam,
-                        float(eps),
-                        t,
-                        a,
-                        float(res["est"][i, j, t]),
-                        knob[i][j],
-                    )
-            yield (q, "non-private", n, lam, "", t, a, float(res["nonpriv"][t]), "")
+    rows = K.release_rows(settings, results, eps_grid, METHODS, "answer")
+    return ((q, method, n, lam, *rest) for (q, n, lam), method, *rest in rows)
 
 
 def _figures(args, by_setting, eps_grid, ns, out: Path) -> list[str]:
@@ -122,63 +99,27 @@ def _figures(args, by_setting, eps_grid, ns, out: Path) -> list[str]:
             for col, n in enumerate(ns):
                 res, ax = by_setting[q, n, lam], axes[0, col]
                 err = np.abs(res["est"] - res["answer"])
-                for i, method in enumerate(METHODS):
-                    C.plot_band(ax, eps_grid, err[i], method)
-                C.plot_hline(ax, np.abs(res["nonpriv"] - res["answer"]), "non-private")
-                ax.set_xlabel("ε (nats, RDP at λ)")
-                ax.set_ylabel("|ρ − F(X)| (query units, in [0, 1])")
-                ax.set_title(f"n = {n:,}", fontsize=10)
-                ax.grid(alpha=0.3, which="both", lw=0.4)
-            axes[0, 0].legend(fontsize=7, loc="lower left")
+                nperr = np.abs(res["nonpriv"] - res["answer"])
+                ylabel = "|ρ − F(X)| (query units, in [0, 1])"
+                K.error_panel(ax, eps_grid, err, nperr, METHODS, ylabel, f"n = {n:,}")
             low, high = QUERIES[q][1]
-            fig.suptitle(
+            title = (
                 f"Adult query '{q}' (public range [{low:g}, {high:g}]), λ = {lam:g}: mean error "
-                f"over {args.trials} subsamples, band 25–75%",
-                fontsize=10,
+                f"over {args.trials} subsamples, band 25–75%"
             )
-            name = f"{NAME}_{q.replace('>', 'gt')}_lam{lam:g}.png"
-            C.save_figure(fig, out / name)
-            names.append(name)
+            path = out / f"{NAME}_{q.replace('>', 'gt')}_lam{lam:g}.png"
+            names.append(K.finish_figure(fig, axes, title, path))
     return names
 
 
 def _report(args, by_setting, eps_grid, ns, figures, full_means, elapsed, rows) -> str:
-    letters = {"diffused": "D", "concentrated": "C", "gaussian": "G"}
     errs = {k: np.abs(res["est"] - res["answer"]) for k, res in by_setting.items()}
-    winner = {k: C.leaders(e, METHODS) for k, e in errs.items()}
-    cells = len(args.queries) * len(ns) * len(eps_grid)
-    counts = {lam: [w for k, ws in winner.items() if k[2] == lam for w in ws] for lam in args.lams}
-    win_table = C.markdown_table(
-        ["λ"] + [C.LABELS[m] for m in METHODS] + ["no clear winner"],
-        [
-            [f"{lam:g}"] + [f"{counts[lam].count(m)} / {cells}" for m in METHODS + (None,)]
-            for lam in args.lams
-        ],
-    )
-    win_map = C.markdown_table(
-        ["query", "n"] + [f"λ={lam:g} ε={e:.2g}" for lam in args.lams for e in eps_grid],
-        [
-            [q, f"{n:,}"] + [letters.get(m, "·") for lam in args.lams for m in winner[q, n, lam]]
-            for q in args.queries
-            for n in ns
-        ],
-    )
+    nperr = {k: np.abs(res["nonpriv"] - res["answer"]) for k, res in by_setting.items()}
+    winner, counts = K.wins(errs, METHODS, args.lams)
+    keys = [((q, n), [q, f"{n:,}"]) for q in args.queries for n in ns]
+    win_table, win_map = K.win_tables(winner, counts, METHODS, args.lams, eps_grid, "query", keys)
     lam0 = args.lams[0]
-    pick = [C.nearest(eps_grid, e) for e in (0.1, 1.0)]
-    header = ["query", "n"]
-    for j in pick:
-        header += [f"{m} ε={eps_grid[j]:.3g}" for m in METHODS]
-    header.append("non-private")
-    body = []
-    for q in args.queries:
-        for n in ns:
-            res = by_setting[q, n, lam0]
-            row = [q, f"{n:,}"] + [
-                C.mean_std(errs[q, n, lam0][i, j]) for j in pick for i in range(3)
-            ]
-            body.append(row + [C.mean_std(np.abs(res["nonpriv"] - res["answer"]))])
-    detail = C.markdown_table(header, body)
-
+    detail = K.detail_table(errs, nperr, METHODS, lam0, eps_grid, "query", keys)
     # ratio of the better Beta sampler's mean error to the Gaussian mechanism's
     ratio = {k: np.minimum(e[0].mean(-1), e[1].mean(-1)) / e[2].mean(-1) for k, e in errs.items()}
     r_lo = [r[0] for r in ratio.values()]
