@@ -19,8 +19,8 @@ SCANNED = [
 # A cited document: a path ending in .md (markdown links included).
 MD_REF = re.compile(r"(?<![\w/.-])((?:\.\.?/)*[\w][\w./-]*\.md)(?![\w])")
 # A section of one of our docs: `docs/x.md §3`, `docs/x.md §1-§2`, `docs/x.md §1, §3`.
-SECTION_REF = re.compile(r"((?:docs/)?[\w-]+\.md),?\s*(§\s*\d+(?:\s*(?:[-–,]|and)\s*§\s*\d+)*)")
-TITLE_REF = re.compile(r"((?:docs/)?[\w-]+\.md),\s*\"([^\"]+)\"")
+SECTION_REF = re.compile(r"((?:[\w-]+/)*[\w-]+\.md),?\s*(§\s*\d+(?:\s*(?:[-–,]|and)\s*§\s*\d+)*)")
+TITLE_REF = re.compile(r"((?:[\w-]+/)*[\w-]+\.md),\s*\"([^\"]+)\"")
 # Outside the repository. ../shared/data is not a citation but the data sets' default
 # location (privbayes.datasets, data/README.md), so it is allowed.
 FORBIDDEN = re.compile(r"BACKGROUND\.md|\.\./shared(?!/data)|/work/")
