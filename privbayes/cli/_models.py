@@ -528,7 +528,8 @@ def resolve(args, command: str) -> Adapter:
     adapter = next(a for a in ADAPTERS if args.model in (a.name, *a.aliases))
     mine = adapter.flags[command]
     for dest in command_flags(command):
-        if getattr(args, dest, None) in (None, False) or dest in mine:
+        value = getattr(args, dest, None)
+        if value is None or value is False or dest in mine:  # not `in (None, False)`: 0 == False
             continue
         flag = FLAGS[dest][0][0]
         users = [a.name for a in ADAPTERS if dest in a.flags.get(command, ())]

@@ -22,7 +22,7 @@ VALUE = {
     "alpha": ["1"],
     "beta": ["1"],
     "max_count": ["5"],
-    "mu": ["0"],
+    "mu": ["0"],  # 0 == False: a zero value must still count as given
     "sigma": ["1"],
     "noise_sigma": ["1"],
     "low": ["-1"],
@@ -100,7 +100,8 @@ def test_refusal_cases_cover_the_known_faults():
         ("sample", "gamma-poisson", "low"),
         ("sample", "normal", "max_count"),
         ("sample", "normal", "alpha"),
-        ("calibrate", "gamma-poisson", "clip"),
+        ("calibrate", "gamma-poisson", "mu"),
+        ("sample", "normal", "intercept"),
         ("audit", "normal", "c"),
     ]:
         assert case in got
