@@ -11,12 +11,15 @@ import time
 
 import numpy as np
 
-from .models import BetaBernoulli, DirichletCategorical
+from .models import BetaBernoulli, DirichletCategorical, GammaPoisson, NormalKnownVariance
 from .release import release_query, sample
 from .validation import resolve_rng
 
 SETTINGS = [(2.0, 0.1), (2.0, 1.0), (10.0, 1.0)]
 METHODS = ("diffused", "concentrated")
+INK_PRIOR = (2.0, 0.01)  # Gamma(shape, rate): prior mean 200 on-pixels per image
+BMI_PRIOR = (25.0, 10.0, 5.0)  # prior mean, prior sd, known sd of one record (kg/m^2)
+BMI_RANGE = (10.0, 60.0)  # public range of adult BMI (kg/m^2)
 
 
 def _fmt(v) -> str:
@@ -37,6 +40,15 @@ def run_demo(seed: int | None = None, out=print, logistic: bool = True) -> list[
     malignant = (cancer.target == 0).astype(float)  # sklearn codes malignant as 0
     alcohol = wine.data[:, list(wine.feature_names).index("alcohol")]
     low, high = 8.0, 16.0  # public range of wine alcohol content, % vol
+    # digits: each image is a 32x32 bitmap; sklearn's 64 features count its on-pixels per
+    # 4x4 block, so their sum is the image's on-pixel count, at most 32 * 32 (public).
+    ink = digits.data.sum(axis=1)
+    ink_model = GammaPoisson(*INK_PRIOR, max_count=32 * 32)
+    # diabetes: body-mass index (kg/m^2) of 442 patients; range, prior and noise are public
+    # choices, stated below, not read off the data.
+    bmi_data = datasets.load_diabetes(scaled=False)
+    bmi = bmi_data.data[:, list(bmi_data.feature_names).index("bmi")]
+    bmi_model = NormalKnownVariance(*BMI_PRIOR, *BMI_RANGE)
 
     jobs = [
         (
@@ -73,6 +85,20 @@ def run_demo(seed: int | None = None, out=print, logistic: bool = True) -> list[
             ),
             (alcohol.mean() - low) / (high - low),
         ),
+        (
+            "digits: on-pixels/image <= 1024 (gamma)",
+            "gamma-poisson",
+            ink.size,
+            lambda lam, eps, meth: sample(ink_model, ink, lam, eps, meth, rng=rng),
+            ink.mean(),
+        ),
+        (
+            "diabetes: mean BMI in [10, 60] (normal)",
+            "normal",
+            bmi.size,
+            lambda lam, eps, meth: sample(bmi_model, bmi, lam, eps, meth, rng=rng),
+            bmi.mean(),
+        ),
     ]
     rows = []
     out("privbayes demo: private posterior samples on scikit-learn's real data sets")
@@ -107,6 +133,11 @@ def run_demo(seed: int | None = None, out=print, logistic: bool = True) -> list[
                 )
         out("")
     out("abs err: |private - non-private| (L1 distance for class distributions)")
+    out(
+        f"public choices: gamma: rate ~ Gamma{INK_PRIOR} (shape, rate), counts in 0..1024 "
+        f"(32x32 pixels); normal: mean ~ N({BMI_PRIOR[0]:g}, {BMI_PRIOR[1]:g}^2), records "
+        f"N(mean, {BMI_PRIOR[2]:g}^2), BMI in [{BMI_RANGE[0]:g}, {BMI_RANGE[1]:g}] kg/m^2"
+    )
     if logistic:
         rows += _logistic_rows(rng, out)
     out(f"done in {time.perf_counter() - start:.2f} s")

@@ -50,7 +50,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "nargs": "+",
             "metavar": "A",
             "help": "prior weights: ALPHA [BETA] for beta-bernoulli and query (default 1 "
-            "1); a1 ... aK for dirichlet-categorical",
+            "1); a1 ... aK for dirichlet-categorical; gamma-poisson, the Gamma prior's "
+            "shape ALPHA (default 1)",
         },
     ),
     "beta": (
@@ -58,9 +59,45 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "type": float,
             "metavar": "B",
-            "help": "prior: beta-bernoulli and query, its beta (default 1); logistic, "
-            "the precision per record, w ~ N(0, (n B)^-1 I) (default 0.01)",
+            "help": "prior: beta-bernoulli and query, its beta (default 1); gamma-poisson, "
+            "the Gamma prior's rate (default 1); logistic, the precision per record, "
+            "w ~ N(0, (n B)^-1 I) (default 0.01)",
         },
+    ),
+    "max_count": (
+        ("--max-count",),
+        {
+            "type": int,
+            "metavar": "M",
+            "help": "the public bound on every count: records are integers in 0..M (required; "
+            "choose it before seeing the data, never read it off them)",
+        },
+    ),
+    "mu": (("--mu",), {"type": float, "metavar": "MU", "help": "the prior mean (required)"}),
+    "sigma": (
+        ("--sigma",),
+        {"type": float, "metavar": "S", "help": "the prior standard deviation (required)"},
+    ),
+    "noise_sigma": (
+        ("--noise-sigma",),
+        {
+            "type": float,
+            "metavar": "S",
+            "help": "the known standard deviation of each record (required)",
+        },
+    ),
+    "low": (
+        ("--low",),
+        {
+            "type": float,
+            "metavar": "LOW",
+            "help": "public lower bound of every record (required; with --high, chosen "
+            "before seeing the data)",
+        },
+    ),
+    "high": (
+        ("--high",),
+        {"type": float, "metavar": "HIGH", "help": "public upper bound of every record (required)"},
     ),
     "label": (("--label",), {"metavar": "COL", "help": "the two-class label column"}),
     "features": (
@@ -90,7 +127,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "action": "store_true",
             "default": None,
-            "help": "clip rows onto the norm bound instead of refusing them (row-wise)",
+            "help": "clip out-of-domain records instead of refusing them: logistic, rows onto "
+            "the norm bound (row-wise); gamma-poisson, counts above --max-count down to it; "
+            "normal, values onto [--low, --high] (the guarantee covers the clipped data)",
         },
     ),
     "intercept": (
@@ -232,6 +271,111 @@ class DirichletAdapter(Adapter):
         return codes(table.column(args.column), args.column, cats), None
 
 
+def _refuse_rows(name: str, cells, bad, what: str, fix: str) -> None:
+    """One line naming the column, how many rows are out of the domain, and the first."""
+    import numpy as np
+
+    bad = np.flatnonzero(bad)
+    if bad.size:
+        line, value = cells[int(bad[0])]
+        raise UsageError(
+            f"column {name!r}: {bad.size} row(s) {what}, e.g. line {line} is {value!r}; {fix}"
+        )
+
+
+class GammaPoissonAdapter(Adapter):
+    name = "gamma-poisson"
+    flags = {
+        "sample": frozenset({"column", "alpha", "beta", "max_count", "clip"}),
+        "calibrate": frozenset({"alpha", "beta", "max_count"}),
+        "audit": frozenset({"alpha", "beta", "max_count"}),
+    }
+
+    def build(self, args, command):
+        from ..models import GammaPoisson
+
+        alpha = args.alpha or [1.0]
+        if len(alpha) != 1:
+            raise UsageError(
+                f"--alpha: {self.name} takes one value, the Gamma prior's shape (its rate is "
+                f"--beta); got {len(alpha)} values"
+            )
+        if args.max_count is None:
+            raise UsageError(
+                f"--model {self.name} needs --max-count M, a public bound on every count "
+                "(chosen before seeing the data)"
+            )
+        beta = 1.0 if args.beta is None else args.beta
+        return GammaPoisson(alpha[0], beta, args.max_count, clip=bool(getattr(args, "clip", None)))
+
+    def read(self, args, table, model):
+        if args.column is None:
+            raise UsageError(f"--model {self.name} needs --column COL")
+        cells = table.column(args.column)
+        x = floats(cells, args.column)
+        _refuse_rows(
+            args.column,
+            cells,
+            (x < 0) | (x != x.round()),
+            "are not counts (integers >= 0)",
+            "every record must be a non-negative integer count",
+        )
+        if not model.clip:
+            _refuse_rows(
+                args.column,
+                cells,
+                x > model.max_count,
+                f"are above --max-count {model.max_count}",
+                "choose --max-count as a public bound before seeing the data (never from "
+                "them), or pass --clip to clip counts to it",
+            )
+        return x, None
+
+
+class NormalAdapter(Adapter):
+    name = "normal"
+    flags = {
+        "sample": frozenset({"column", "mu", "sigma", "noise_sigma", "low", "high", "clip"}),
+        "calibrate": frozenset({"mu", "sigma", "noise_sigma", "low", "high"}),
+        "audit": frozenset({"mu", "sigma", "noise_sigma", "low", "high"}),
+    }
+    needed = ("mu", "sigma", "noise_sigma", "low", "high")
+
+    def build(self, args, command):
+        from ..models import NormalKnownVariance
+
+        missing = [FLAGS[d][0][0] for d in self.needed if getattr(args, d) is None]
+        if missing:
+            raise UsageError(
+                f"--model {self.name} needs {' '.join(missing)}: the prior N(mu, sigma^2), the "
+                "records' known noise and their public range [low, high] (no defaults)"
+            )
+        return NormalKnownVariance(
+            args.mu,
+            args.sigma,
+            args.noise_sigma,
+            args.low,
+            args.high,
+            clip=bool(getattr(args, "clip", None)),
+        )
+
+    def read(self, args, table, model):
+        if args.column is None:
+            raise UsageError(f"--model {self.name} needs --column COL")
+        cells = table.column(args.column)
+        x = floats(cells, args.column)
+        if not model.clip:
+            _refuse_rows(
+                args.column,
+                cells,
+                (x < model.low) | (x > model.high),
+                f"are outside [--low, --high] = [{model.low:g}, {model.high:g}]",
+                "choose the range as a public bound before seeing the data (never from "
+                "them), or pass --clip to clip values onto it",
+            )
+        return x, None
+
+
 class LogisticAdapter(Adapter):
     name = "logistic"
     methods = GLM_METHODS
@@ -316,6 +460,8 @@ class LogisticAdapter(Adapter):
 ADAPTERS: tuple[Adapter, ...] = (
     BetaBernoulliAdapter(),
     DirichletAdapter(),
+    GammaPoissonAdapter(),
+    NormalAdapter(),
     LogisticAdapter(),
     QueryAdapter(),
 )
@@ -382,7 +528,8 @@ def resolve(args, command: str) -> Adapter:
     adapter = next(a for a in ADAPTERS if args.model in (a.name, *a.aliases))
     mine = adapter.flags[command]
     for dest in command_flags(command):
-        if getattr(args, dest, None) in (None, False) or dest in mine:
+        value = getattr(args, dest, None)
+        if value is None or value is False or dest in mine:  # not `in (None, False)`: 0 == False
             continue
         flag = FLAGS[dest][0][0]
         users = [a.name for a in ADAPTERS if dest in a.flags.get(command, ())]

@@ -21,6 +21,12 @@ VALUE = {
     "negative": ["0"],
     "alpha": ["1"],
     "beta": ["1"],
+    "max_count": ["5"],
+    "mu": ["0"],  # 0 == False: a zero value must still count as given
+    "sigma": ["1"],
+    "noise_sigma": ["1"],
+    "low": ["-1"],
+    "high": ["1"],
     "label": ["flag"],
     "features": ["age"],
     "c": ["1"],
@@ -91,6 +97,12 @@ def test_refusal_cases_cover_the_known_faults():
         ("calibrate", "logistic", "alpha"),
         ("sample", "dirichlet-categorical", "beta"),
         ("sample", "logistic", "column"),
+        ("sample", "gamma-poisson", "low"),
+        ("sample", "normal", "max_count"),
+        ("sample", "normal", "alpha"),
+        ("calibrate", "gamma-poisson", "mu"),
+        ("sample", "normal", "intercept"),
+        ("audit", "normal", "c"),
     ]:
         assert case in got
 
