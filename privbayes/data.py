@@ -181,8 +181,8 @@ def is_dask(obj) -> bool:
 def _columns(obj) -> list[str] | None:
     """Column names of a table (None for arrays and series)."""
     fam = _family(obj)
-    if fam in ("pandas", "dask") and hasattr(obj, "columns"):
-        return [str(c) for c in obj.columns]
+    if fam in ("pandas", "dask") and getattr(obj, "ndim", 0) == 2 and hasattr(obj, "columns"):
+        return list(obj.columns)
     if fam == "polars" and hasattr(obj, "columns"):
         return list(obj.columns)
     if fam == "pyarrow" and hasattr(obj, "column_names"):
@@ -200,11 +200,11 @@ def _select(obj, column, name: str):
         )
     many = isinstance(column, list | tuple)
     wanted = list(column) if many else [column]
-    if not wanted or not all(isinstance(c, str) for c in wanted):
+    if not wanted or not all(isinstance(c, str | int) for c in wanted):
         raise TypeError(f"column must be a column name or a list of names; got {column!r}")
     missing = [c for c in wanted if c not in cols]
     if missing:
-        shown = ", ".join(cols[:20]) + (" ..." if len(cols) > 20 else "")
+        shown = ", ".join(map(str, cols[:20])) + (" ..." if len(cols) > 20 else "")
         raise ValueError(f"{name} has no column {missing[0]!r}; columns: {shown}")
     fam = _family(obj)
     if fam == "pyarrow":
@@ -233,7 +233,7 @@ def _to_numpy(obj) -> np.ndarray:
             raise TypeError(f"data must hold numbers (or bools); got polars dtype {obj.dtype}")
         return np.asarray(obj.to_numpy())
     if fam == "pandas":
-        dtypes = list(obj.dtypes) if hasattr(obj, "columns") else [obj.dtype]
+        dtypes = list(obj.dtypes) if obj.ndim == 2 else [obj.dtype]
         if all(getattr(dt, "kind", "O") in "biuf" for dt in dtypes):  # nullable: NA -> NaN
             return np.asarray(obj.to_numpy(dtype=float, na_value=np.nan))
         return np.asarray(obj.to_numpy())
@@ -310,7 +310,7 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
         elif cols is not None and 2 not in model._data_ndims:
             raise ValueError(
                 f"{name} is a table with {len(cols)} columns; pick one with column='name' "
-                f"(columns: {', '.join(cols[:20])})"
+                f"(columns: {', '.join(map(str, cols[:20]))})"
             )
     n_rules = model._data_rules
     if is_dask(data):
@@ -343,8 +343,8 @@ def _dask_pass(model, n_rules: int, data, label: str) -> _Partial:
     import dask
     from dask import delayed
 
-    if hasattr(data, "npartitions"):  # a dask DataFrame or Series
-        ndim = 2 if hasattr(data, "columns") else 1
+    if hasattr(data, "divisions"):  # a dask DataFrame or Series (arrays have none)
+        ndim = data.ndim
         if ndim == 2 and len(data.columns) == 1 and 2 not in model._data_ndims:
             data = data[data.columns[0]]
             ndim = 1

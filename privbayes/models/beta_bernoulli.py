@@ -59,8 +59,7 @@ class BetaBernoulli(DirichletFamily):
     def _data_message(self, rule: int, where: str, value, count: int) -> str:
         name = where.rsplit("[", 1)[0]
         return (
-            f"{name} must hold only 0 or 1; {where} = {value!r} "
-            f"({count} value(s) outside {{0, 1}})"
+            f"{name} must hold only 0 or 1; {where} = {value!r} ({count} value(s) outside {{0, 1}})"
         )
 
     def _data_finish(self, k: int, n: int) -> tuple[np.ndarray, int]:

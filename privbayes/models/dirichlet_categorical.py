@@ -48,9 +48,7 @@ class DirichletCategorical(DirichletFamily):
                 f"one-hot {name} must have K={k} columns (len(alpha)); got shape {shape}"
             )
         if len(shape) not in (1, 2):
-            raise ValueError(
-                f"{name} must be codes (n,) or one-hot rows (n, K); got shape {shape}"
-            )
+            raise ValueError(f"{name} must be codes (n,) or one-hot rows (n, K); got shape {shape}")
 
     def _data_chunk(self, arr: np.ndarray):
         k = self.K

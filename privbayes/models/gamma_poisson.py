@@ -108,9 +108,7 @@ class GammaPoisson(OneKnobConjugate):
 
     def _data_shape(self, shape: tuple, name: str) -> None:
         if len(shape) != 1:
-            raise ValueError(
-                f"{name} must be a 1-D array of counts, shape (n,); got shape {shape}"
-            )
+            raise ValueError(f"{name} must be a 1-D array of counts, shape (n,); got shape {shape}")
 
     def _data_chunk(self, arr: np.ndarray):
         bad = (arr < 0) | (arr != np.floor(arr))
