@@ -305,7 +305,7 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
         data, label = _select(data, column, name)
     else:
         cols = _columns(data)
-        if cols is not None and len(cols) == 1 and 2 not in model._data_ndims:
+        if cols is not None and len(cols) == 1:  # a one-column table is that column
             data, label = _select(data, cols[0], name)
         elif cols is not None and 2 not in model._data_ndims:
             raise ValueError(
@@ -345,7 +345,7 @@ def _dask_pass(model, n_rules: int, data, label: str) -> _Partial:
 
     if hasattr(data, "divisions"):  # a dask DataFrame or Series (arrays have none)
         ndim = data.ndim
-        if ndim == 2 and len(data.columns) == 1 and 2 not in model._data_ndims:
+        if ndim == 2 and len(data.columns) == 1:
             data = data[data.columns[0]]
             ndim = 1
         dtypes = list(data.dtypes) if ndim == 2 else [data.dtype]
