@@ -150,9 +150,31 @@ class Adapter:
         """(data for privbayes.sample, details for ``finish``) from the CSV table."""
         raise NotImplementedError
 
+    def read_source(self, args, source, model):
+        """(table, column) for privbayes.sample from a Parquet file, directory or glob
+        (reduced in the engine: privbayes.data)."""
+        raise UsageError(
+            f"--model {self.name} reads one CSV file; Parquet files, directories and globs "
+            "are read for the conjugate models only"
+        )
+
     def finish(self, out: dict, details) -> dict:
         """Adds model-specific fields to the JSON result of ``sample``."""
         return out
+
+
+def _source_column(args, name: str, label_flags: tuple[str, ...]) -> str:
+    """--column for a Parquet/glob source, where labels cannot be declared (yet)."""
+    if args.column is None:
+        raise UsageError(f"--model {name} needs --column COL")
+    for flag in label_flags:
+        if getattr(args, flag.strip("-"), None) is not None:
+            raise UsageError(
+                f"{flag}: labels are matched in a single CSV file only; a Parquet file, "
+                "directory or glob must hold the numeric encoding (0/1 or true/false for "
+                "beta-bernoulli, integer codes 0..K-1 with --alpha for dirichlet-categorical)"
+            )
+    return args.column
 
 
 def _two_class(args, cells, name: str, signed: bool):
@@ -188,6 +210,9 @@ class BetaBernoulliAdapter(Adapter):
         if args.column is None:
             raise UsageError(f"--model {self.name} needs --column COL")
         return _two_class(args, table.column(args.column), args.column, signed=False), None
+
+    def read_source(self, args, source, model):
+        return source, _source_column(args, self.name, ("--positive", "--negative"))
 
 
 class QueryAdapter(BetaBernoulliAdapter):
@@ -230,6 +255,9 @@ class DirichletAdapter(Adapter):
             raise UsageError(f"--model {self.name} needs --column COL")
         cats = labels(args.categories, "--categories", minimum=2)
         return codes(table.column(args.column), args.column, cats), None
+
+    def read_source(self, args, source, model):
+        return source, _source_column(args, self.name, ("--categories",))
 
 
 class LogisticAdapter(Adapter):
