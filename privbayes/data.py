@@ -40,6 +40,7 @@ __all__ = ["Reduction", "read", "statistics", "exact_sum", "EXACT_SUM_BITS", "is
 EXACT_SUM_BITS = 1127  # every double is an integer multiple of 2^-1127 (2^-1074 and then some)
 _SUB = 1 << 22  # rows per exact-sum block: float64 bincount weights stay exact (< 2^53)
 _LOW26 = (1 << 26) - 1
+_ROWS = 1 << 20  # rows per block of the in-memory pass
 
 
 # -- exact summation ---------------------------------------------------------------------
@@ -151,7 +152,7 @@ def _first(mask: np.ndarray, arr: np.ndarray):
 
 def _kernel(model: Reduction, n_rules: int, chunk) -> _Partial:
     """The per-chunk pass, the same in memory and on a Dask worker."""
-    arr = _numeric(_to_numpy(chunk), "data")
+    arr = _numeric(_to_numpy(chunk), "data").astype(float, copy=False)
     rows = int(arr.shape[0])
     finite = np.isfinite(arr) if arr.ndim == 1 else np.isfinite(arr).all(axis=1)
     nonfinite = _first(~finite, arr)
@@ -250,8 +251,9 @@ def _check_arrow_type(t) -> None:
 
 
 def _numeric(data, name: str) -> np.ndarray:
-    """A float64 array of ``data`` (bools as 0/1); strings, objects and complex numbers are
-    refused. NaN and inf are kept (the kernel counts them)."""
+    """``data`` as a NumPy array of bools, integers or floats (objects such as pandas' NA
+    become float NaN); strings, other objects and complex numbers are refused. NaN and inf
+    are kept (the kernel counts them)."""
     try:
         arr = np.asarray(data)
     except ValueError:
@@ -265,7 +267,7 @@ def _numeric(data, name: str) -> np.ndarray:
             raise TypeError(f"{name} must hold numbers (or bools); got dtype object") from None
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold numbers (or bools); got dtype {arr.dtype}")
-    return arr.astype(float, copy=False)
+    return arr
 
 
 def as_array(data, name: str = "data") -> np.ndarray:
@@ -279,7 +281,7 @@ def as_array(data, name: str = "data") -> np.ndarray:
             "models and release_query reduce Dask data in the engine); call .compute() to "
             "bring the data into memory if they fit (docs/data.md)"
         )
-    return _numeric(_to_numpy(data), name)
+    return _numeric(_to_numpy(data), name).astype(float)
 
 
 # -- the pass ----------------------------------------------------------------------------------
@@ -318,7 +320,9 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
     else:
         arr = _numeric(_to_numpy(data), label)
         _check_shape(model, arr.shape, label)
-        part = _kernel(model, n_rules, arr)
+        # row blocks bound the temporaries; integer partials make the blocks invisible
+        parts = [_kernel(model, n_rules, arr[i : i + _ROWS]) for i in range(0, len(arr), _ROWS)]
+        part = _combine_many(*parts) if parts else _kernel(model, n_rules, arr)
     for rule, bad in enumerate(part.bad):
         if bad is not None:
             count, i, value = bad

@@ -197,3 +197,13 @@ def test_everything_else_works_without_the_scale_extras(tmp_path):
     code = BLOCKED.replace("{path}", str(path))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_first_offender_and_count_across_in_memory_blocks():
+    x = np.zeros(2_500_000)  # three blocks of the in-memory pass
+    x[[2_100_000, 2_200_000, 2_499_999]] = [4.0, 5.0, 0.5]
+    with pytest.raises(ValueError, match=r"data\[2100000\] = 4.0 \(3 value\(s\) outside"):
+        pb.BetaBernoulli()._statistics(x)
+    x[[1_000_000, 2_400_000]] = [np.inf, np.nan]
+    with pytest.raises(ValueError, match=r"data\[1000000\] = inf \(2 row\(s\)"):
+        pb.BetaBernoulli()._statistics(x)
