@@ -150,9 +150,9 @@ def _first(mask: np.ndarray, arr: np.ndarray):
     return (count, i, value)
 
 
-def _kernel(model: Reduction, n_rules: int, chunk) -> _Partial:
-    """The per-chunk pass, the same in memory and on a Dask worker."""
-    arr = _numeric(_to_numpy(chunk), "data").astype(float, copy=False)
+def _block(model: Reduction, n_rules: int, arr: np.ndarray) -> _Partial:
+    """The checks and partial statistics of one block of rows (float64 once here)."""
+    arr = arr.astype(float, copy=False)
     rows = int(arr.shape[0])
     finite = np.isfinite(arr) if arr.ndim == 1 else np.isfinite(arr).all(axis=1)
     nonfinite = _first(~finite, arr)
@@ -162,6 +162,15 @@ def _kernel(model: Reduction, n_rules: int, chunk) -> _Partial:
     bad = tuple(_first(m, arr) for m in masks)
     failed = any(v is not None for v in bad)
     return _Partial(rows, None if failed else stats, (None, *bad))
+
+
+def _kernel(model: Reduction, n_rules: int, chunk, name: str = "data") -> _Partial:
+    """The pass over one chunk (the whole array in memory, or one Dask partition on its
+    worker), in blocks of 2^20 rows: the temporaries stay bounded, and the integer
+    partials make the blocks invisible in the result."""
+    arr = _numeric(_to_numpy(chunk), name)
+    parts = [_block(model, n_rules, arr[i : i + _ROWS]) for i in range(0, len(arr), _ROWS)]
+    return _combine_many(*parts) if parts else _block(model, n_rules, arr)
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -274,7 +283,7 @@ def as_array(data, name: str = "data") -> np.ndarray:
     """Any supported in-memory input as a float64 NumPy array (no finiteness check).
 
     Dask collections are refused here: callers that take them go through
-    :func:`statistics` (the GLMs do not yet: docs/data.md, "Models")."""
+    :func:`statistics` (the GLMs do not yet: docs/data.md §7)."""
     if is_dask(data):
         raise TypeError(
             f"{name}: Dask inputs are not supported by this model yet (only the conjugate "
@@ -320,9 +329,7 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
     else:
         arr = _numeric(_to_numpy(data), label)
         _check_shape(model, arr.shape, label)
-        # row blocks bound the temporaries; integer partials make the blocks invisible
-        parts = [_kernel(model, n_rules, arr[i : i + _ROWS]) for i in range(0, len(arr), _ROWS)]
-        part = _combine_many(*parts) if parts else _kernel(model, n_rules, arr)
+        part = _kernel(model, n_rules, arr, label)
     for rule, bad in enumerate(part.bad):
         if bad is not None:
             count, i, value = bad

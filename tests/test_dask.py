@@ -120,14 +120,19 @@ def test_bad_rows_in_one_partition_are_reported_and_nothing_is_charged(client, t
     ledger.close()
 
 
-def _die_once(block, marker):
+def _die_once(block, marker, client_pid):
     """Kill this worker process the first time any task runs it (a crash mid-pass)."""
+    if os.getpid() == client_pid:  # never the test process (e.g. dask's meta inference)
+        return block
     try:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL)
     except FileExistsError:
         return block
     os.close(fd)
     os._exit(1)
+
+
+META = np.array((), float)
 
 
 def _set_allowed_failures(dask_scheduler, value):
@@ -143,13 +148,18 @@ def test_killed_worker_is_retried_or_the_call_fails_uncharged(client, tmp_path):
     ledger = Ledger(tmp_path / "l.db")
     ledger.init_budget("d", 10.0, 1e-6)
     # the scheduler retries the task on the other (or a restarted) worker: same draw
-    arr = da.from_array(bits, chunks=5000).map_blocks(_die_once, str(tmp_path / "a"))
+    arr = da.from_array(bits, chunks=5000).map_blocks(
+        _die_once, str(tmp_path / "a"), os.getpid(), meta=META
+    )
     got = pb.sample(model, arr, 2.0, 0.5, rng=1, ledger=ledger, dataset="d")
     assert got.value == want.value and len(ledger.status("d")[0]["charges"]) == 1
+    assert (tmp_path / "a").exists()  # a worker did die
     # no retries allowed: the call fails, nothing is released and nothing charged
     old = client.run_on_scheduler(_set_allowed_failures, value=0)
     try:
-        arr = da.from_array(bits, chunks=5000).map_blocks(_die_once, str(tmp_path / "b"))
+        arr = da.from_array(bits, chunks=5000).map_blocks(
+            _die_once, str(tmp_path / "b"), os.getpid(), meta=META
+        )
         with pytest.raises(distributed.KilledWorker):
             pb.sample(model, arr, 2.0, 0.5, rng=1, ledger=ledger, dataset="d")
     finally:
