@@ -413,7 +413,7 @@ def _format(paths: list[str]) -> str:
     return kinds.pop()
 
 
-def read(path_or_glob, columns=None, *, engine: str = "auto"):
+def read(path_or_glob, columns=None, *, engine: str = "auto") -> Any:
     """Open Parquet or CSV files lazily: a Dask DataFrame when Dask is installed.
 
     Parameters
@@ -441,8 +441,9 @@ def read(path_or_glob, columns=None, *, engine: str = "auto"):
             if eng == "dask":
                 import dask.dataframe as dd
 
-                if fmt == "csv":
-                    return dd.read_csv(paths, usecols=cols)
+                if fmt == "csv":  # gzip cannot be split: one partition per .gz file
+                    gz = any(p.lower().endswith(".gz") for p in paths)
+                    return dd.read_csv(paths, usecols=cols, blocksize=None if gz else "64MB")
                 return dd.read_parquet(paths, columns=cols)
             if eng == "pandas":
                 import pandas as pd

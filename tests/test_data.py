@@ -166,6 +166,13 @@ def test_read_parquet_glob_and_csv(tmp_path):
             table = pb.data.read(source, columns=["bit"], engine=engine)
             got = pb.sample(pb.BetaBernoulli(), table, 2.0, 0.5, rng=0, column="bit")
             assert got.value == want.value and got.n == 1000
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    pd.DataFrame({"bit": x}).to_csv(gz / "all.csv.gz", index=False)
+    for engine in ("auto", "pandas", "pyarrow"):
+        table = pb.data.read(str(gz / "*.csv.gz"), engine=engine)
+        (got, n), (want_stats, _) = (pb.BetaBernoulli()._statistics(d) for d in (table, x))
+        assert np.array_equal(got, want_stats) and n == x.size
     with pytest.raises(FileNotFoundError, match="no files match"):
         pb.data.read(tmp_path / "none*.parquet")
     with pytest.raises(ValueError, match="mix CSV and Parquet"):
