@@ -7,7 +7,8 @@ category codes 0..9, int8, in Parquet files of at most 1e7 rows with row groups 
 and times, for Beta-Bernoulli (on "bit") and Dirichlet-Categorical K = 10 (on "code"):
 
 * dask: ``pb.sample(model, pb.data.read(glob), ..., column=...)`` with a Client on a
-  LocalCluster of ``--workers`` processes (one thread each): wall time of a release (the
+  LocalCluster of ``--workers`` processes (one thread each), one partition per row group
+  (``split_row_groups=True``): wall time of a release (the
   read of the files is part of it: it happens in the engine), warm ("dask s") and the
   first one ("first s", which also pays the imports of pandas/pyarrow/privbayes on the
   client and the workers), the client process's peak RSS (it hosts the scheduler too)
@@ -102,7 +103,9 @@ def child_dask(folder: Path, model_name: str, workers: int) -> dict:
     times = []
     for _ in range(2):  # the first pays the imports (client and workers); then warm
         t0 = time.perf_counter()
-        table = pb.data.read(str(folder / "*.parquet"), columns=[MODELS[model_name]])
+        table = pb.data.read(
+            str(folder / "*.parquet"), columns=[MODELS[model_name]], split_row_groups=True
+        )
         rel = pb.sample(model, table, 2.0, 1.0, column=MODELS[model_name], rng=0)
         times.append(time.perf_counter() - t0)
     worker_peak = client.run(lambda: res.getrusage(res.RUSAGE_SELF).ru_maxrss / 1024.0)

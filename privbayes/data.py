@@ -244,6 +244,8 @@ def _to_numpy(obj) -> np.ndarray:
         return np.asarray(obj.to_numpy())
     if fam == "pandas":
         dtypes = list(obj.dtypes) if obj.ndim == 2 else [obj.dtype]
+        if all(isinstance(dt, np.dtype) for dt in dtypes):  # no copy for NumPy dtypes
+            return np.asarray(obj.to_numpy())
         if all(getattr(dt, "kind", "O") in "biuf" for dt in dtypes):  # nullable: NA -> NaN
             return np.asarray(obj.to_numpy(dtype=float, na_value=np.nan))
         return np.asarray(obj.to_numpy())
@@ -413,7 +415,7 @@ def _format(paths: list[str]) -> str:
     return kinds.pop()
 
 
-def read(path_or_glob, columns=None, *, engine: str = "auto") -> Any:
+def read(path_or_glob, columns=None, *, engine: str = "auto", **options) -> Any:
     """Open Parquet or CSV files lazily: a Dask DataFrame when Dask is installed.
 
     Parameters
@@ -424,6 +426,9 @@ def read(path_or_glob, columns=None, *, engine: str = "auto") -> Any:
     columns : None (all) or a list of column names to read (Parquet reads only those).
     engine : "auto" (Dask when installed, else pandas, else pyarrow), "dask", "pandas" or
         "pyarrow" (in memory).
+    options : passed to ``dask.dataframe.read_parquet`` / ``read_csv`` (Dask only), e.g.
+        ``split_row_groups=True`` for one partition per Parquet row group instead of
+        Dask's default (about one per file for files below 256 MiB).
 
     Returns a ``dask.dataframe.DataFrame`` (nothing is read until a release runs), or a
     pandas DataFrame / pyarrow Table in memory. Pass it to :func:`privbayes.sample` with
@@ -436,6 +441,8 @@ def read(path_or_glob, columns=None, *, engine: str = "auto") -> Any:
     if engine not in ("auto", "dask", "pandas", "pyarrow"):
         raise ValueError(f"engine must be 'auto', 'dask', 'pandas' or 'pyarrow'; got {engine!r}")
     order = [engine] if engine != "auto" else ["dask", "pandas", "pyarrow"]
+    if options and engine in ("pandas", "pyarrow"):
+        raise TypeError(f"options {sorted(options)} are Dask's; engine={engine!r} takes none")
     for eng in order:
         try:
             if eng == "dask":
@@ -443,8 +450,9 @@ def read(path_or_glob, columns=None, *, engine: str = "auto") -> Any:
 
                 if fmt == "csv":  # gzip cannot be split: one partition per .gz file
                     gz = any(p.lower().endswith(".gz") for p in paths)
-                    return dd.read_csv(paths, usecols=cols, blocksize=None if gz else "64MB")
-                return dd.read_parquet(paths, columns=cols)
+                    options.setdefault("blocksize", None if gz else "64MB")
+                    return dd.read_csv(paths, usecols=cols, **options)
+                return dd.read_parquet(paths, columns=cols, **options)
             if eng == "pandas":
                 import pandas as pd
 
