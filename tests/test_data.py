@@ -214,3 +214,26 @@ def test_first_offender_and_count_across_in_memory_blocks():
     x[[1_000_000, 2_400_000]] = [np.inf, np.nan]
     with pytest.raises(ValueError, match=r"data\[1000000\] = inf \(2 row\(s\)"):
         pb.BetaBernoulli()._statistics(x)
+
+
+def test_dask_reports_the_global_first_offender_for_any_chunking():
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    import dask
+
+    rng = np.random.default_rng(5)
+    model = pb.GammaPoisson(1.0, 1.0, 3)
+    with dask.config.set(scheduler="synchronous"):
+        for _ in range(5):
+            x = rng.integers(0, 4, 2000).astype(float)
+            bad = np.sort(rng.choice(2000, size=rng.integers(1, 6), replace=False))
+            x[bad] = 4 + rng.integers(0, 3, bad.size)
+            cuts = np.sort(rng.choice(np.arange(1, 2000), size=rng.integers(1, 12), replace=False))
+            chunks = tuple(np.diff(np.r_[0, cuts, 2000]).tolist())
+            match = rf"data\[{bad[0]}\] = {float(x[bad[0]])!r} \({bad.size} above\)"
+            with pytest.raises(ValueError, match=match):
+                model._statistics(da.from_array(x, chunks=(chunks,)))
+            frame = dd.from_pandas(pd.DataFrame({"c": x}), npartitions=len(chunks))
+            with pytest.raises(ValueError, match=match.replace("data", r"data\['c'\]")):
+                model._statistics(frame)  # a one-column table needs no column=
