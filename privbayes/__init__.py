@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     BudgetExceededError,
     ConvergenceError,
+    DataError,
     InfeasiblePrivacyError,
     PrivBayesError,
     SamplingError,
@@ -59,6 +60,7 @@ __all__ = [
     "BudgetExceededError",
     "Calibration",
     "ConvergenceError",
+    "DataError",
     "DirichletCategorical",
     "GammaPoisson",
     "InfeasiblePrivacyError",

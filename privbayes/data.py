@@ -35,7 +35,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Reduction", "read", "statistics", "exact_sum", "EXACT_SUM_BITS", "is_dask"]
+from .errors import DataError
+
+__all__ = [
+    "EXACT_SUM_BITS",
+    "DataError",
+    "Reduction",
+    "exact_sum",
+    "is_dask",
+    "read",
+    "statistics",
+]
 
 EXACT_SUM_BITS = 1127  # every double is an integer multiple of 2^-1127 (2^-1074 and then some)
 _SUB = 1 << 22  # rows per exact-sum block: float64 bincount weights stay exact (< 2^53)
@@ -309,9 +319,10 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
     name : the argument's name in error messages.
 
     Returns the model's (stats, n). Raises TypeError for non-numeric data, ValueError for a
-    wrong shape, a missing column, or values that are non-finite or outside the model's
-    domain; the message names the column, the number of offending rows and the first one
-    (its 0-based position among all rows, across partitions).
+    wrong shape or a missing column, and :class:`privbayes.errors.DataError` (a ValueError)
+    for values that are non-finite or outside the model's domain: its message and
+    attributes give the column, the number of offending rows and the first one (its
+    0-based position among all rows, across partitions).
     """
     label = name
     if column is not None:
@@ -338,11 +349,20 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
             where = f"{label}[{i}]"
             if rule == 0:
                 shown = value if isinstance(value, list) else repr(value)
-                raise ValueError(
+                message = (
                     f"{label} must be finite; {where} = {shown} ({count} row(s) with NaN, "
                     "inf or a missing value)"
                 )
-            raise ValueError(model._data_message(rule - 1, where, value, count))
+            else:
+                message = model._data_message(rule - 1, where, value, count)
+            raise DataError(
+                message,
+                column=label,
+                rule="finite" if rule == 0 else rule - 1,
+                count=count,
+                index=i,
+                value=value,
+            )
     return model._data_finish(part.stats, part.n)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import privbayes as pb
+from privbayes.accounting.default import default_accountant
 from privbayes.accounting.ledger import Ledger
 
 da = pytest.importorskip("dask.array")
@@ -109,14 +110,18 @@ def test_bad_rows_in_one_partition_are_reported_and_nothing_is_charged(client, t
     ledger = Ledger(tmp_path / "l.db")
     ledger.init_budget("d", 10.0, 1e-6)
     model = pb.NormalKnownVariance(0.0, 1.0, 1.0, -2.0, 2.0)
-    with pytest.raises(ValueError, match=r"data\['x'\]\[15001\] = 2.5 \(3 outside\)"):
+    before = np.array(default_accountant().rdp)
+    with pytest.raises(ValueError, match=r"data\['x'\]\[15001\] = 2.5 \(3 outside\)") as err:
         pb.sample(model, frame, 2.0, 0.5, column="x", ledger=ledger, dataset="d")
+    assert isinstance(err.value, pb.DataError)
+    assert (err.value.column, err.value.count, err.value.index) == ("data['x']", 3, 15001)
     bits = cols["bit"].copy()
     bits[12_345] = np.nan
     with pytest.raises(ValueError, match=r"data\[12345\] = nan \(1 row"):
         pb.sample(pb.BetaBernoulli(), da.from_array(bits, chunks=2000), 2.0, 0.5, ledger=ledger,
                   dataset="d")  # fmt: skip
     assert ledger.status("d")[0]["charges"] == [] and ledger.spent("d") == 0
+    assert np.array_equal(default_accountant().rdp, before)  # nothing composed either
     ledger.close()
 
 
@@ -155,6 +160,7 @@ def test_killed_worker_is_retried_or_the_call_fails_uncharged(client, tmp_path):
     assert got.value == want.value and len(ledger.status("d")[0]["charges"]) == 1
     assert (tmp_path / "a").exists()  # a worker did die
     # no retries allowed: the call fails, nothing is released and nothing charged
+    before = np.array(default_accountant().rdp)
     old = client.run_on_scheduler(_set_allowed_failures, value=0)
     try:
         arr = da.from_array(bits, chunks=5000).map_blocks(
@@ -165,5 +171,6 @@ def test_killed_worker_is_retried_or_the_call_fails_uncharged(client, tmp_path):
     finally:
         client.run_on_scheduler(_set_allowed_failures, value=old)
     assert len(ledger.status("d")[0]["charges"]) == 1
+    assert np.array_equal(default_accountant().rdp, before)
     ledger.close()
     client.wait_for_workers(2, timeout=60)

@@ -64,6 +64,7 @@ def charge_args(args, ledger) -> dict:
 
 
 def run(args) -> dict:
+    from ..errors import DataError
     from ..release import sample
 
     adapter = _models.resolve(args, "sample")
@@ -71,14 +72,23 @@ def run(args) -> dict:
     ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
     try:
         charge = charge_args(args, ledger)
-        column, details = None, None
+        column, details, note = None, None, None
         if is_large_source(args.data):
-            data, column = adapter.read_source(args, open_source(args.data), model)
+            data, column, note = adapter.read_source(args, open_source(args.data), model)
         else:
             data, details = adapter.read(args, Table(args.data), model)
-        rel = sample(
-            model, data, args.lam, args.eps, args.method, rng=args.seed, column=column, **charge
-        )
+        try:
+            rel = sample(
+                model, data, args.lam, args.eps, args.method, rng=args.seed, column=column, **charge
+            )
+        except DataError as exc:
+            if note is None or exc.rule != "finite":
+                raise
+            raise UsageError(
+                f"column {args.column!r}: {exc.count} row(s) hold a label that is {note} "
+                "(labels are matched exactly, case included), or no value; the first is data "
+                f"row {exc.index} (0-based, across files)"
+            ) from None
     finally:
         if ledger is not None:
             ledger.close()

@@ -18,6 +18,8 @@ def parts(tmp_path):
         {
             "flag": (rng.random(90) < 0.3).astype(int),
             "code": rng.integers(0, 3, 90),
+            "color": np.array(["red", "green", "blue"])[rng.integers(0, 3, 90)],
+            "income": np.where(rng.random(90) < 0.3, ">50K", "<=50K"),
             "age": rng.uniform(18, 90, 90).round(1),
         }
     )
@@ -37,7 +39,18 @@ PRIVACY = ("--lam", "2", "--eps", "1", "--seed", "3")
     [
         ("--model", "beta-bernoulli", "--column", "flag"),
         ("--model", "dirichlet-categorical", "--column", "code", "--alpha", "1", "1", "1"),
-    ],
+        (
+            "--model",
+            "beta-bernoulli",
+            "--column",
+            "income",
+            "--positive",
+            ">50K",
+            "--negative",
+            "<=50K",
+        ),
+        ("--model", "dirichlet-categorical", "--column", "color", "--categories", "red,green,blue"),
+    ],  # fmt: skip
 )
 def test_sample_from_parquet_glob_and_folder_is_the_csv_release(parts, run, model):
     code, out, err = run("sample", "--data", parts / "all.csv", *model, *PRIVACY)
@@ -81,10 +94,18 @@ def test_parquet_errors_are_one_line(parts, run):
     )
     assert code == 2 and "no column 'nope'" in err
     code, _, err = run(
-        *("sample", "--data", parts / "pq", "--model", "beta-bernoulli", "--column", "flag"),
-        *("--positive", "1", "--negative", "0", *PRIVACY),
+        *("sample", "--data", parts / "pq", "--model", "dirichlet-categorical"),
+        *("--column", "color", "--categories", "red,green", *PRIVACY),
     )
-    assert code == 2 and "single CSV file only" in err
+    first = int(np.flatnonzero(pd.read_csv(parts / "all.csv")["color"] == "blue")[0])
+    count = int((pd.read_csv(parts / "all.csv")["color"] == "blue").sum())
+    assert code == 2 and f"{count} row(s) hold a label that is not one of --categories" in err
+    assert f"the first is data row {first} " in err
+    code, _, err = run(
+        *("sample", "--data", parts / "pq", "--model", "beta-bernoulli", "--column", "income"),
+        *("--positive", ">50K", *PRIVACY),
+    )
+    assert code == 2 and "--positive and --negative go together" in err
     code, _, err = run(
         "sample", "--data", str(parts / "none*.parquet"), "--model", "beta-bernoulli",
         "--column", "flag", *PRIVACY,
