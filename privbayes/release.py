@@ -245,8 +245,8 @@ def sample(
 
     Parameters
     ----------
-    model : BetaBernoulli, DirichletCategorical or BayesianLogisticRegression (its prior
-        and bounds are public).
+    model : BetaBernoulli, DirichletCategorical, GammaPoisson, NormalKnownVariance or
+        BayesianLogisticRegression (its prior and bounds are public).
     data : the records. BetaBernoulli: 0/1 values, shape (n,). DirichletCategorical:
         codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K). GammaPoisson: counts
         in 0..max_count; NormalKnownVariance: values in [low, high], shape (n,). For these
@@ -287,8 +287,11 @@ def sample(
 
     Raises
     ------
-    ValueError / TypeError naming the argument for bad data or arguments;
-    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified.
+    ValueError / TypeError naming the argument for bad data or arguments (DataError, a
+    ValueError, for records outside the domain or NaN: column, count, first row);
+    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified. Errors of a
+    Dask engine (e.g. ``distributed.KilledWorker``) propagate; all of them are raised
+    before anything is charged or released.
 
     Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
