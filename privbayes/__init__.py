@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     BudgetExceededError,
     ConvergenceError,
+    DataError,
     InfeasiblePrivacyError,
     PrivBayesError,
     SamplingError,
@@ -47,6 +48,7 @@ _LAZY = {
     "renyi_normal": (".divergence_families", "renyi_normal"),
     "accounting": (".accounting", None),
     "audit": (".audit", None),
+    "data": (".data", None),
     "datasets": (".datasets", None),
     "preprocessing": (".preprocessing", None),
     "models": (".models", None),
@@ -58,6 +60,7 @@ __all__ = [
     "BudgetExceededError",
     "Calibration",
     "ConvergenceError",
+    "DataError",
     "DirichletCategorical",
     "GammaPoisson",
     "InfeasiblePrivacyError",
@@ -71,6 +74,7 @@ __all__ = [
     "accounting",
     "audit",
     "calibrate",
+    "data",
     "datasets",
     "models",
     "preprocessing",
@@ -100,7 +104,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
-    from . import accounting, audit, datasets, models, preprocessing
+    from . import accounting, audit, data, datasets, models, preprocessing
     from .accounting import RdpAccountant
     from .accounting.ledger import Ledger
     from .calibration import Calibration, calibrate

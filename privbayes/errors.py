@@ -40,3 +40,24 @@ class ConvergenceError(PrivBayesError, RuntimeError):
 
 class SamplingError(PrivBayesError, RuntimeError):
     """A sampler could not produce a valid draw (e.g. OPS rejection found no accepted draw)."""
+
+
+class DataError(PrivBayesError, ValueError):
+    """Records outside the model's domain, or NaN/inf/missing (privbayes.data, docs/data.md §3).
+
+    Attributes: ``column`` (the argument and column as named in the message, e.g.
+    ``"data['age']"``), ``rule`` (``"finite"`` or the model's rule number, 0-based),
+    ``count`` (offending rows), ``index`` (0-based position of the first among all rows)
+    and ``value`` (its value: a float, or a list for a one-hot row). Raised before anything
+    is released or charged.
+    """
+
+    def __init__(self, message: str, *, column: str, rule, count: int, index: int, value) -> None:
+        super().__init__(message)
+        self.column, self.rule, self.count, self.index, self.value = (
+            column,
+            rule,
+            count,
+            index,
+            value,
+        )

@@ -16,6 +16,7 @@ import numpy as np
 from .accounting.default import default_accountant
 from .calibration import Calibration
 from .certified import round_up
+from .data import statistics
 from .mechanisms import CONJUGATE_METHODS, check_method
 from .models import MeanQuery
 from .validation import check_bool, check_eps, check_lam, resolve_rng
@@ -238,15 +239,20 @@ def sample(
     ledger=None,
     dataset: str | None = None,
     note: str = "",
+    column=None,
 ) -> PrivateSample:
     """Release one posterior sample with a certified (lam, eps)-RDP guarantee.
 
     Parameters
     ----------
-    model : BetaBernoulli, DirichletCategorical or BayesianLogisticRegression (its prior
-        and bounds are public).
+    model : BetaBernoulli, DirichletCategorical, GammaPoisson, NormalKnownVariance or
+        BayesianLogisticRegression (its prior and bounds are public).
     data : the records. BetaBernoulli: 0/1 values, shape (n,). DirichletCategorical:
-        codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K).
+        codes in 0..K-1, shape (n,), or one-hot rows, shape (n, K). GammaPoisson: counts
+        in 0..max_count; NormalKnownVariance: values in [low, high], shape (n,). For these
+        conjugate models ``data`` may be a NumPy array or list, a pandas/polars Series or
+        DataFrame, a pyarrow Array/ChunkedArray/Table, or a Dask array/Series/DataFrame
+        (reduced inside the Dask engine: docs/data.md).
         BayesianLogisticRegression: a tuple (X, y), X of shape (n, d) with rows of norm
         <= c (sqrt(c^2 - s^2) with an intercept), y of shape (n,) in {0, 1} or {-1, +1}.
         n is public.
@@ -266,6 +272,9 @@ def sample(
     on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when the
         diagnostics fail (R-hat > 1.01 or undefined, a divergence, ...); "warn" warns and
         releases a run that narrowly failed — never one whose chains did not move.
+    column : conjugate models only: the column of a table ``data`` to use (a name), or a
+        list of names (one-hot columns of DirichletCategorical); a one-column table needs
+        none. Error messages name it.
     ledger, dataset, note : a :class:`privbayes.Ledger` and the budget name to charge. The
         mechanism's whole RDP curve is charged *before* sampling; BudgetExceededError means
         nothing was released. A GLM run that then fails its diagnostics keeps its charge
@@ -278,8 +287,11 @@ def sample(
 
     Raises
     ------
-    ValueError / TypeError naming the argument for bad data or arguments;
-    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified.
+    ValueError / TypeError naming the argument for bad data or arguments (DataError, a
+    ValueError, for records outside the domain or NaN: column, count, first row);
+    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified. Errors of a
+    Dask engine (e.g. ``distributed.KilledWorker``) propagate; all of them are raised
+    before anything is charged or released.
 
     Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
@@ -293,7 +305,15 @@ def sample(
         )
     _check_ledger(ledger, dataset)
     size = _check_size(size, model)
-    stats, n = model._statistics(data)
+    if column is not None:
+        if not hasattr(model, "_data_chunk"):
+            raise TypeError(
+                f"column= applies to the conjugate models; {type(model).__name__} takes "
+                "its data as a tuple (X, y) (docs/data.md)"
+            )
+        stats, n = statistics(model, data, column=column)
+    else:
+        stats, n = model._statistics(data)  # conjugate models: privbayes.data.statistics
     return _release(
         model,
         stats,
@@ -324,6 +344,7 @@ def release_query(
     ledger=None,
     dataset: str | None = None,
     note: str = "",
+    column=None,
 ) -> PrivateSample:
     """Private estimate of the mean of per-record values in [0, 1] (a statistical query).
 
@@ -336,7 +357,9 @@ def release_query(
     Parameters
     ----------
     values : array_like, shape (n,), each in [0, 1]: phi(x_i) for a query phi that the
-        analyst fixed in advance. Rescale by a *public* range first.
+        analyst fixed in advance. Rescale by a *public* range first. Any input of
+        :func:`sample` (pandas, polars, pyarrow, Dask: docs/data.md).
+    column : the column of a table ``values`` to use (a name).
     lam, eps, method, rng, ledger, dataset, note : as in :func:`sample`.
     alpha, beta : the Beta prior (public).
     clip : False (default) refuses values outside [0, 1]; True clips them to [0, 1]
@@ -351,10 +374,7 @@ def release_query(
     clip = check_bool(clip, "clip")
     _check_ledger(ledger, dataset)
     model = MeanQuery(alpha, beta, clip=clip)
-    try:
-        counts, n = model._statistics(values)
-    except (TypeError, ValueError) as exc:  # name the argument of this function
-        raise type(exc)(str(exc).replace("data", "values")) from None
+    counts, n = statistics(model, values, column=column, name="values")
     return _release(
         model,
         counts,

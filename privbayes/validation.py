@@ -108,23 +108,13 @@ def check_bool(value, name: str) -> bool:
 
 
 def as_numeric_array(data, name: str = "data") -> np.ndarray:
-    """Data as a float or bool array; strings, objects and complex numbers are refused."""
-    if hasattr(data, "toarray"):  # scipy.sparse
-        data = data.toarray()
-    try:
-        arr = np.asarray(data)
-    except ValueError:
-        raise ValueError(f"{name} must be a rectangular array of numbers") from None
-    if arr.dtype == object:  # e.g. pandas nullable columns: numbers and NA (-> NaN, refused)
-        try:
-            arr = np.asarray(data, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must hold numbers (or bools); got dtype object") from None
-    if arr.dtype == bool:
-        return arr.astype(float)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold numbers (or bools); got dtype {arr.dtype}")
-    arr = arr.astype(float)
+    """Data as a float array (bools as 0/1); strings, objects and complex numbers are
+    refused, and so are NaN/inf. Accepts what :func:`privbayes.data.as_array` accepts
+    (NumPy, lists, pandas, polars, pyarrow, scipy.sparse); Dask collections are refused
+    with a pointer to the models that reduce them in the engine (docs/data.md)."""
+    from .data import as_array
+
+    arr = as_array(data, name)
     bad = np.flatnonzero(~np.isfinite(arr.ravel()))
     if bad.size:
         idx = np.unravel_index(int(bad[0]), arr.shape)

@@ -84,6 +84,36 @@ class Table:
         return out
 
 
+# -- Parquet files, directories and globs (privbayes.data) -----------------------------------
+def is_large_source(path: str) -> bool:
+    """True for a Parquet file, a directory of them or a glob (CSV or Parquet): these are
+    read lazily by :func:`privbayes.data.read` (a Dask DataFrame when Dask is installed)
+    and reduced in the engine. A single CSV file keeps the line-numbered :class:`Table`."""
+    if any(ch in path for ch in "*?["):
+        return True
+    return Path(path).is_dir() or path.lower().endswith((".parquet", ".pq"))
+
+
+def open_source(path: str):
+    """The table behind ``--data`` (lazy: nothing is read until the release runs)."""
+    from ..data import read
+
+    try:
+        return read(path)
+    except ImportError as exc:
+        raise UsageError(f"--data: {exc}") from None
+    except FileNotFoundError as exc:
+        raise UsageError(f"--data: {exc.args[0] if exc.args else exc}") from None
+
+
+def source_name(path: str) -> str:
+    """A default ledger dataset name: the file's stem, or the folder of a glob/directory."""
+    p = Path(path)
+    if any(ch in path for ch in "*?["):
+        p = p.parent
+    return p.stem or p.resolve().name
+
+
 # -- cells ----------------------------------------------------------------------------------
 def floats(cells: list[tuple[int, str]], name: str):
     """Numbers of a column as a float array; refuses text, NaN and infinities."""

@@ -189,9 +189,46 @@ class Adapter:
         """(data for privbayes.sample, details for ``finish``) from the CSV table."""
         raise NotImplementedError
 
+    def read_source(self, args, source, model):
+        """(data, column, labels) for privbayes.sample from a Parquet file, directory or
+        glob (reduced in the engine: privbayes.data); ``labels`` describes declared labels
+        (for the error of a record that carries none of them), else None."""
+        raise UsageError(
+            f"--model {self.name} reads one CSV file; Parquet files, directories and globs "
+            "are read for the conjugate models only"
+        )
+
     def finish(self, out: dict, details) -> dict:
         """Adds model-specific fields to the JSON result of ``sample``."""
         return out
+
+
+def _source_column(args, name: str) -> str:
+    if args.column is None:
+        raise UsageError(f"--model {name} needs --column COL")
+    return args.column
+
+
+def _map_labels(series, mapping: dict):
+    """Declared labels -> codes (float), anything else (other labels, missing) -> NaN,
+    which privbayes.data then refuses. Labels are matched as text, exactly, as in CSV."""
+    import numpy as np
+
+    return series.astype(str).str.strip().map(mapping).astype(np.float64)
+
+
+def _labelled(source, column: str, mapping: dict):
+    """The column of ``source`` as codes, lazily for Dask (one map per partition)."""
+    from ..data import _select, is_dask
+
+    col, _ = _select(source, column, "--data")
+    if is_dask(col):
+        return col.map_partitions(_map_labels, mapping, meta=(column, "f8"))
+    if hasattr(col, "astype") and hasattr(col, "str"):  # pandas
+        return _map_labels(col, mapping)
+    import numpy as np  # pyarrow in memory
+
+    return np.array([mapping.get(str(v).strip(), np.nan) for v in col.to_pylist()])
 
 
 def _two_class(args, cells, name: str, signed: bool):
@@ -227,6 +264,17 @@ class BetaBernoulliAdapter(Adapter):
         if args.column is None:
             raise UsageError(f"--model {self.name} needs --column COL")
         return _two_class(args, table.column(args.column), args.column, signed=False), None
+
+    def read_source(self, args, source, model):
+        column = _source_column(args, self.name)
+        positive = labels(args.positive, "--positive")
+        negative = labels(args.negative, "--negative")
+        if positive is None and negative is None:
+            return source, column, None  # numeric 0/1 or bool column
+        _two_class(args, [], column, signed=False)  # the flags' own checks
+        mapping = {**{v: 0.0 for v in negative}, **{v: 1.0 for v in positive}}
+        note = f"neither --positive {','.join(positive)} nor --negative {','.join(negative)}"
+        return _labelled(source, column, mapping), None, note
 
 
 class QueryAdapter(BetaBernoulliAdapter):
@@ -269,6 +317,14 @@ class DirichletAdapter(Adapter):
             raise UsageError(f"--model {self.name} needs --column COL")
         cats = labels(args.categories, "--categories", minimum=2)
         return codes(table.column(args.column), args.column, cats), None
+
+    def read_source(self, args, source, model):
+        column = _source_column(args, self.name)
+        cats = labels(args.categories, "--categories", minimum=2)
+        if cats is None:
+            return source, column, None  # integer codes 0..K-1
+        mapping = {c: float(k) for k, c in enumerate(cats)}
+        return _labelled(source, column, mapping), None, f"not one of --categories {','.join(cats)}"
 
 
 def _refuse_rows(name: str, cells, bad, what: str, fix: str) -> None:

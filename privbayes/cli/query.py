@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from . import _models
-from ._io import Table, UsageError, floats
+from ._io import Table, UsageError, floats, is_large_source, open_source
 from ._ledger import ledger_args, open_ledger
 from .sample import charge_args, result
 
@@ -17,7 +17,13 @@ def register(subparsers) -> None:
         description="Release a private estimate of a column's mean, rescaled from the public "
         "range [LOW, HIGH] to [0, 1] (a Beta-Bernoulli statistical query).",
     )
-    p.add_argument("--data", required=True, metavar="FILE.csv", help="CSV file with a header row")
+    p.add_argument(
+        "--data",
+        required=True,
+        metavar="PATH",
+        help="a CSV file with a header row, a Parquet file, a directory of Parquet files or a "
+        "quoted glob ('data/*.parquet'), reduced in Dask when installed (docs/data.md)",
+    )
     p.add_argument("--column", required=True, metavar="COL", help="the numeric column")
     p.add_argument(
         "--low",
@@ -53,6 +59,11 @@ def run(args) -> dict:
     ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
     try:
         charge = charge_args(args, ledger)
+        if is_large_source(args.data):
+            rel = _large_query(args, lo, hi, charge)
+            out = result(rel)
+            out["value_in_range"] = lo + (hi - lo) * rel.value
+            return out
         x = floats(Table(args.data).column(args.column), args.column)
         outside = np.flatnonzero((x < lo) | (x > hi))
         if outside.size and not args.clip:
@@ -78,3 +89,33 @@ def run(args) -> dict:
     out = result(rel)
     out["value_in_range"] = lo + (hi - lo) * rel.value
     return out
+
+
+def _large_query(args, lo: float, hi: float, charge: dict):
+    """The query on a Parquet file, directory or glob: rescaled lazily, reduced in the engine
+    (values outside the range are reported in the rescaled units [0, 1])."""
+    from ..data import _select, as_array, is_dask
+    from ..release import release_query
+
+    col, _ = _select(open_source(args.data), args.column, "--data")  # lazy for Dask
+    if not is_dask(col):
+        col = as_array(col, args.column)  # pandas or pyarrow in memory
+    try:
+        return release_query(
+            (col - lo) / (hi - lo),
+            args.lam,
+            args.eps,
+            method=args.method,
+            alpha=args.alpha,
+            beta=args.beta,
+            clip=bool(args.clip),
+            rng=args.seed,
+            **charge,
+        )
+    except ValueError as exc:
+        if "query values must lie in [0, 1]" not in str(exc):
+            raise
+        raise UsageError(
+            f"column {args.column!r} (rescaled from [{lo:g}, {hi:g}] to [0, 1]): {exc}; widen "
+            "the public range or pass --clip"
+        ) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import _models
-from ._io import Table, UsageError
+from ._io import Table, UsageError, is_large_source, open_source, source_name
 from ._ledger import ledger_args, open_ledger
 
 
@@ -16,7 +16,14 @@ def register(subparsers) -> None:
         description="Release one posterior draw with a certified (lam, eps)-RDP guarantee. "
         "Flags that the chosen --model does not use are refused.",
     )
-    p.add_argument("--data", required=True, metavar="FILE.csv", help="CSV file with a header row")
+    p.add_argument(
+        "--data",
+        required=True,
+        metavar="PATH",
+        help="a CSV file with a header row; or (conjugate models) a Parquet file, a directory "
+        "of Parquet files or a quoted glob such as 'data/*.parquet' or 'logs/*.csv', reduced "
+        "in Dask when installed (docs/data.md)",
+    )
     _models.add_arguments(p, "sample")
     _models.privacy_args(p, _models.GLM_METHODS)
     ledger_args(p, charge=True)
@@ -51,12 +58,13 @@ def charge_args(args, ledger) -> dict:
         return {}
     return {
         "ledger": ledger,
-        "dataset": args.dataset or Path(args.data).stem,
+        "dataset": args.dataset or source_name(args.data),
         "note": f"privbayes {args.command} {Path(args.data).name}",
     }
 
 
 def run(args) -> dict:
+    from ..errors import DataError
     from ..release import sample
 
     adapter = _models.resolve(args, "sample")
@@ -64,8 +72,23 @@ def run(args) -> dict:
     ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
     try:
         charge = charge_args(args, ledger)
-        data, details = adapter.read(args, Table(args.data), model)
-        rel = sample(model, data, args.lam, args.eps, args.method, rng=args.seed, **charge)
+        column, details, note = None, None, None
+        if is_large_source(args.data):
+            data, column, note = adapter.read_source(args, open_source(args.data), model)
+        else:
+            data, details = adapter.read(args, Table(args.data), model)
+        try:
+            rel = sample(
+                model, data, args.lam, args.eps, args.method, rng=args.seed, column=column, **charge
+            )
+        except DataError as exc:
+            if note is None or exc.rule != "finite":
+                raise
+            raise UsageError(
+                f"column {args.column!r}: {exc.count} row(s) hold a label that is {note} "
+                "(labels are matched exactly, case included), or no value; the first is data "
+                f"row {exc.index} (0-based, across files)"
+            ) from None
     finally:
         if ledger is not None:
             ledger.close()

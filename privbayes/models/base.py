@@ -9,7 +9,10 @@ Every model is an immutable object (``Frozen``) with these hooks; :func:`privbay
 * ``_statistics(data) -> (stats, n)``: validate the data (ValueError/TypeError naming the
   argument and the first bad index; NaN/inf and out-of-domain values refused unless the
   model was built with an explicit clipping option) and return the exact sufficient
-  statistics and the number of records n. Nothing is charged before it succeeds.
+  statistics and the number of records n. Nothing is charged before it succeeds. The
+  conjugate models implement it as ``privbayes.data.statistics(self, data)`` with a chunk
+  kernel (``_data_chunk`` and friends: docs/models.md, docs/data.md), which takes NumPy,
+  pandas, polars, pyarrow and Dask inputs.
 * ``rdp(n, orders, r=1, m=1, method=None) -> ndarray``: the certified RDP curve, an upper
   bound on sup over neighbouring data sets of size n of D_lam between the *released*
   laws (floating-point rounding of the sampler's parameters included), ``inf`` where no

@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
+from ..data import EXACT_SUM_BITS, exact_sum, statistics
 from ..sampling.conjugate import simplex_from_log
-from ..validation import as_numeric_array, check_bool, check_positive_vector, check_prior
+from ..validation import check_bool, check_positive_vector, check_prior
 from ._dirichlet import DirichletFamily
 
 
@@ -40,19 +41,29 @@ class BetaBernoulli(DirichletFamily):
     def __repr__(self) -> str:
         return f"BetaBernoulli(alpha={self.alpha!r}, beta={self.beta!r})"
 
+    # -- data: the chunk kernel of privbayes.data (one pass, exact integer counts) ----------
+    _data_ndims = (1,)
+    _data_rules = 1
+
     def _statistics(self, data) -> tuple[np.ndarray, int]:
-        arr = as_numeric_array(data, "data")
-        if arr.ndim != 1:
-            raise ValueError(f"data must be a 1-D array of 0/1 values; got shape {arr.shape}")
-        bad = np.flatnonzero((arr != 0) & (arr != 1))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(
-                f"data must hold only 0 or 1; data[{i}] = {float(arr[i])!r} "
-                f"({bad.size} value(s) outside {{0, 1}})"
-            )
-        k = int(np.count_nonzero(arr))  # an exact integer count
-        return np.array([k, arr.size - k], dtype=float), int(arr.size)
+        """(counts of ones and zeros, n) of 0/1 records, shape (n,): privbayes.data."""
+        return statistics(self, data)
+
+    def _data_shape(self, shape: tuple, name: str) -> None:
+        if len(shape) != 1:
+            raise ValueError(f"{name} must be a 1-D array of 0/1 values; got shape {shape}")
+
+    def _data_chunk(self, arr: np.ndarray):
+        return int(np.count_nonzero(arr)), [(arr != 0) & (arr != 1)]
+
+    def _data_message(self, rule: int, where: str, value, count: int) -> str:
+        name = where.rsplit("[", 1)[0]
+        return (
+            f"{name} must hold only 0 or 1; {where} = {value!r} ({count} value(s) outside {{0, 1}})"
+        )
+
+    def _data_finish(self, k: int, n: int) -> tuple[np.ndarray, int]:
+        return np.array([k, n - k], dtype=float), n
 
     def _records(self, codes: np.ndarray) -> np.ndarray:
         """0/1 records from category codes (category 0 counts the ones)."""
@@ -93,25 +104,37 @@ class MeanQuery(BetaBernoulli):
         extra = ", clip=True" if self.clip else ""
         return f"MeanQuery(alpha={self.alpha!r}, beta={self.beta!r}{extra})"
 
+    _data_rules = 1
+
     def _statistics(self, data) -> tuple[np.ndarray, int]:
         """(the floored sum S and n - S, n) of per-record values in [0, 1], shape (n,).
 
         Values outside [0, 1] are refused (naming the first) unless ``clip=True`` clips
-        them explicitly; NaN/inf are refused."""
-        arr = as_numeric_array(data, "data")
-        if arr.ndim != 1:
-            raise ValueError(f"data must be 1-D, shape (n,); got shape {arr.shape}")
+        them explicitly; NaN/inf are refused. One pass of privbayes.data: the exact sum is
+        an integer multiple of 2^-1127, floored to the 2^-8 grid at the end."""
+        return statistics(self, data)
+
+    def _data_shape(self, shape: tuple, name: str) -> None:
+        if len(shape) != 1:
+            raise ValueError(f"{name} must be 1-D, shape (n,); got shape {shape}")
+
+    def _data_chunk(self, arr: np.ndarray):
         if self.clip:
             arr = np.clip(arr, 0.0, 1.0)
-        bad = np.flatnonzero((arr < 0) | (arr > 1))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(
-                f"query values must lie in [0, 1]; data[{i}] = {float(arr[i])!r} ({bad.size} "
-                "outside). Rescale by a public range, or pass clip=True to clip explicitly"
-            )
-        s = floor_sum(arr, QUERY_SUM_BITS)
-        return np.array([s, arr.size - s]), int(arr.size)
+        return exact_sum(arr), [(arr < 0) | (arr > 1)]
+
+    def _data_message(self, rule: int, where: str, value, count: int) -> str:
+        return (
+            f"query values must lie in [0, 1]; {where} = {value!r} ({count} outside). "
+            "Rescale by a public range, or pass clip=True to clip explicitly"
+        )
+
+    def _data_finish(self, total: int, n: int) -> tuple[np.ndarray, int]:
+        bits = QUERY_SUM_BITS
+        if n > 2 ** (53 - bits):
+            raise ValueError(f"at most 2**{53 - bits} values can be summed exactly on the grid")
+        s = (total >> (EXACT_SUM_BITS - bits)) / 2.0**bits  # floor to the grid: exact
+        return np.array([s, n - s]), n
 
 
 def floor_sum(values: np.ndarray, bits: int) -> float:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import statistics
 from ..sampling.conjugate import simplex_from_log
-from ..validation import as_numeric_array, check_positive_vector
+from ..validation import check_positive_vector
 from ._dirichlet import DirichletFamily
 
 
@@ -32,32 +33,48 @@ class DirichletCategorical(DirichletFamily):
     def __repr__(self) -> str:
         return f"DirichletCategorical(alpha={self._alpha.tolist()!r})"
 
+    # -- data: the chunk kernel of privbayes.data (one pass, exact integer counts) ----------
+    _data_ndims = (1, 2)
+    _data_rules = 1
+
     def _statistics(self, data) -> tuple[np.ndarray, int]:
-        arr = as_numeric_array(data, "data")
+        """(category counts, shape (K,), n) from codes (n,) or one-hot rows (n, K)."""
+        return statistics(self, data)
+
+    def _data_shape(self, shape: tuple, name: str) -> None:
+        k = self.K
+        if len(shape) == 2 and shape[1] != k:
+            raise ValueError(
+                f"one-hot {name} must have K={k} columns (len(alpha)); got shape {shape}"
+            )
+        if len(shape) not in (1, 2):
+            raise ValueError(f"{name} must be codes (n,) or one-hot rows (n, K); got shape {shape}")
+
+    def _data_chunk(self, arr: np.ndarray):
         k = self.K
         if arr.ndim == 1:
-            bad = np.flatnonzero((arr != np.round(arr)) | (arr < 0) | (arr > k - 1))
-            if bad.size:
-                i = int(bad[0])
-                raise ValueError(
-                    f"data must hold integer category codes in 0..{k - 1} (K={k} from alpha); "
-                    f"data[{i}] = {float(arr[i])!r}"
-                )
-            return np.bincount(arr.astype(np.int64), minlength=k).astype(float), int(arr.size)
-        if arr.ndim == 2:
-            if arr.shape[1] != k:
-                raise ValueError(
-                    f"one-hot data must have K={k} columns (len(alpha)); got shape {arr.shape}"
-                )
-            bad = np.flatnonzero(((arr != 0) & (arr != 1)).any(axis=1) | (arr.sum(axis=1) != 1))
-            if bad.size:
-                i = int(bad[0])
-                raise ValueError(
-                    f"one-hot data must have exactly one 1 per row; row {i} is {arr[i]}"
-                )
-            # exact integer counts (a float column sum is exact too, below 2^53)
-            return np.count_nonzero(arr, axis=0).astype(float), int(arr.shape[0])
-        raise ValueError(f"data must be codes (n,) or one-hot rows (n, K); got shape {arr.shape}")
+            bad = (arr != np.round(arr)) | (arr < 0) | (arr > k - 1)
+            codes = np.where(bad, 0, arr).astype(np.int64)
+            return np.bincount(codes, minlength=k)[:k].astype(np.int64), [bad]
+        bad = ((arr != 0) & (arr != 1)).any(axis=1) | (arr.sum(axis=1) != 1)
+        return np.count_nonzero(arr, axis=0).astype(np.int64), [bad]
+
+    def _data_message(self, rule: int, where: str, value, count: int) -> str:
+        k = self.K
+        name = where.rsplit("[", 1)[0]
+        if isinstance(value, list):
+            row = where.rsplit("[", 1)[1].rstrip("]")
+            return (
+                f"one-hot {name} must have exactly one 1 per row; row {row} is {value} "
+                f"({count} row(s) not one-hot)"
+            )
+        return (
+            f"{name} must hold integer category codes in 0..{k - 1} (K={k} from alpha); "
+            f"{where} = {value!r} ({count} value(s) outside)"
+        )
+
+    def _data_finish(self, counts, n: int) -> tuple[np.ndarray, int]:
+        return np.asarray(counts).astype(float), n  # exact integers below 2^53
 
     def _records(self, codes: np.ndarray) -> np.ndarray:
         """Category codes as records (floats, as data arrive)."""

@@ -22,11 +22,11 @@ import math
 import numpy as np
 
 from ..certified import second_difference_bounds, second_difference_upper
+from ..data import statistics
 from ..divergence import _second_difference_1
 from ..sampling.conjugate import _log_gamma_variates
 from ..validation import (
     MAX_N,
-    as_numeric_array,
     check_bool,
     check_n,
     check_prior,
@@ -100,33 +100,40 @@ class GammaPoisson(OneKnobConjugate):
             )
 
     def _statistics(self, data) -> tuple[int, int]:
-        """(S, n): the exact integer sum of the counts and their number."""
-        arr = as_numeric_array(data, "data")
-        if arr.ndim != 1:
-            raise ValueError(
-                f"data must be a 1-D array of counts, shape (n,); got shape {arr.shape}"
-            )
-        bad = np.flatnonzero((arr < 0) | (arr != np.floor(arr)))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(
-                f"data must hold non-negative integer counts; data[{i}] = {float(arr[i])!r} "
-                f"({bad.size} value(s) outside {{0, 1, 2, ...}})"
-            )
+        """(S, n): the exact integer sum of the counts and their number (privbayes.data)."""
+        return statistics(self, data)
+
+    _data_ndims = (1,)
+    _data_rules = 2
+
+    def _data_shape(self, shape: tuple, name: str) -> None:
+        if len(shape) != 1:
+            raise ValueError(f"{name} must be a 1-D array of counts, shape (n,); got shape {shape}")
+
+    def _data_chunk(self, arr: np.ndarray):
+        bad = (arr < 0) | (arr != np.floor(arr))
         big = self.max_count
-        if self.clip:
-            arr = np.minimum(arr, big)
-        else:
-            over = np.flatnonzero(arr > big)
-            if over.size:
-                i = int(over[0])
-                raise ValueError(
-                    f"data must hold counts <= max_count = {big}; data[{i}] = {float(arr[i])!r} "
-                    f"({over.size} above). Choose max_count as a public bound, or build the "
-                    "model with clip=True to clip counts explicitly"
-                )
-        self._check_size_n(arr.size)
-        return int(arr.astype(np.int64).sum()), int(arr.size)  # exact: <= 2**53
+        over = np.zeros(arr.shape, bool) if self.clip else arr > big
+        # exact: every count is an integer in [0, M] once checked, and n M <= 2**53
+        counts = np.where(bad, 0.0, np.minimum(arr, big)).astype(np.int64)
+        return int(counts.sum()), [bad, over]
+
+    def _data_message(self, rule: int, where: str, value, count: int) -> str:
+        name = where.rsplit("[", 1)[0]
+        if rule == 0:
+            return (
+                f"{name} must hold non-negative integer counts; {where} = {value!r} "
+                f"({count} value(s) outside {{0, 1, 2, ...}})"
+            )
+        return (
+            f"{name} must hold counts <= max_count = {self.max_count}; {where} = {value!r} "
+            f"({count} above). Choose max_count as a public bound, or build the model with "
+            "clip=True to clip counts explicitly"
+        )
+
+    def _data_finish(self, s: int, n: int) -> tuple[int, int]:
+        self._check_size_n(n)
+        return int(s), n
 
     # -- the parameters the sampler uses (the certificate is about these floats) ------
     def _shape(self, s: int, r: float, m: float) -> float:

@@ -17,18 +17,17 @@ rounding included (docs/normal.md).
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
 from .. import mechanisms
-from ..validation import _real, as_numeric_array, check_bool, check_n, check_unit_knob
+from ..data import exact_sum, fraction_to_float, statistics
+from ..validation import _real, check_bool, check_n, check_unit_knob
 from .base import OneKnobConjugate, U, add_up, check_orders, solve_increasing
 
 _SCALE = (1e-100, 1e100)  # sigma, noise_sigma: squares neither overflow nor vanish
 _LOCATION = 1e100  # |mu|, |low|, |high|
-_CHUNK = 1 << 16  # records per chunk fed to math.fsum
 
 
 def _scale(value, name: str) -> float:
@@ -99,27 +98,38 @@ class NormalKnownVariance(OneKnobConjugate):
 
     # -- data -----------------------------------------------------------------------
     def _statistics(self, data) -> tuple[float, int]:
-        """(correctly rounded sum of the centred records fl(x_i - c), n)."""
-        arr = as_numeric_array(data, "data")
-        if arr.ndim != 1:
+        """(correctly rounded sum of the centred records fl(x_i - c), n): privbayes.data
+        sums them exactly (integers times 2^-1127) and rounds once, as math.fsum would."""
+        return statistics(self, data)
+
+    _data_ndims = (1,)
+    _data_rules = 1
+
+    def _data_shape(self, shape: tuple, name: str) -> None:
+        if len(shape) != 1:
             raise ValueError(
-                f"data must be a 1-D array of numbers, shape (n,); got shape {arr.shape}"
+                f"{name} must be a 1-D array of numbers, shape (n,); got shape {shape}"
             )
+
+    def _data_chunk(self, arr: np.ndarray):
         if self.clip:
             arr = np.clip(arr, self.low, self.high)
+            bad = np.zeros(arr.shape, bool)
         else:
-            bad = np.flatnonzero((arr < self.low) | (arr > self.high))
-            if bad.size:
-                i = int(bad[0])
-                raise ValueError(
-                    f"data must lie in [low, high] = [{self.low:g}, {self.high:g}]; data[{i}] = "
-                    f"{float(arr[i])!r} ({bad.size} outside). Choose the range as a public "
-                    "bound, or build the model with clip=True to clip explicitly"
-                )
-        y = arr - self._centre
-        # one correctly rounded sum, fed in chunks (no list of n Python floats in memory)
-        chunks = (y[i : i + _CHUNK].tolist() for i in range(0, y.size, _CHUNK))
-        return math.fsum(itertools.chain.from_iterable(chunks)), int(arr.size)
+            bad = (arr < self.low) | (arr > self.high)
+        y = np.where(bad, 0.0, arr - self._centre)
+        return exact_sum(y), [bad]
+
+    def _data_message(self, rule: int, where: str, value, count: int) -> str:
+        name = where.rsplit("[", 1)[0]
+        return (
+            f"{name} must lie in [low, high] = [{self.low:g}, {self.high:g}]; {where} = "
+            f"{value!r} ({count} outside). Choose the range as a public bound, or build the "
+            "model with clip=True to clip explicitly"
+        )
+
+    def _data_finish(self, total: int, n: int) -> tuple[float, int]:
+        return fraction_to_float(total), n
 
     # -- the parameters the sampler uses ------------------------------------------------
     def _constants(self, n: int, r: float, m: float):
