@@ -387,6 +387,10 @@ class GammaPoissonAdapter(Adapter):
             )
         return x, None
 
+    def read_source(self, args, source, model):
+        # the model's own checks run in the engine (privbayes.data), --clip included
+        return source, _source_column(args, self.name), None
+
 
 class NormalAdapter(Adapter):
     name = "normal"
@@ -430,6 +434,9 @@ class NormalAdapter(Adapter):
                 "them), or pass --clip to clip values onto it",
             )
         return x, None
+
+    def read_source(self, args, source, model):
+        return source, _source_column(args, self.name), None
 
 
 class LogisticAdapter(Adapter):

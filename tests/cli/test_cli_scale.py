@@ -21,6 +21,7 @@ def parts(tmp_path):
             "color": np.array(["red", "green", "blue"])[rng.integers(0, 3, 90)],
             "income": np.where(rng.random(90) < 0.3, ">50K", "<=50K"),
             "age": rng.uniform(18, 90, 90).round(1),
+            "visits": rng.poisson(3.0, 90),
         }
     )
     frame.to_csv(tmp_path / "all.csv", index=False)
@@ -50,6 +51,23 @@ PRIVACY = ("--lam", "2", "--eps", "1", "--seed", "3")
             "<=50K",
         ),
         ("--model", "dirichlet-categorical", "--column", "color", "--categories", "red,green,blue"),
+        ("--model", "gamma-poisson", "--column", "visits", "--max-count", "20"),
+        (
+            "--model",
+            "normal",
+            "--column",
+            "age",
+            "--mu",
+            "50",
+            "--sigma",
+            "20",
+            "--noise-sigma",
+            "15",
+            "--low",
+            "0",
+            "--high",
+            "120",
+        ),
     ],  # fmt: skip
 )
 def test_sample_from_parquet_glob_and_folder_is_the_csv_release(parts, run, model):
