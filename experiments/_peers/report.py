@@ -164,7 +164,7 @@ def logistic_report(args, rows, eps_grid, figures, meta) -> str:
     rule = rules.PRIVBAYES_METHOD
     duel = []
     for name in args.datasets:
-        for pbk in [k for k in keys_all if k[0] == rule]:
+        for pbk in [k for k in keys_all if k[0] == rule and np.isfinite(acc[name][k]).any()]:
             for peer in [k for k in keys_all if k[0] in PEERS]:
                 cells = []
                 for j in range(len(eps_grid)):
@@ -195,8 +195,9 @@ def logistic_report(args, rows, eps_grid, figures, meta) -> str:
 
     header = ["data set", "method [guarantee]"] + eps_head
     body = []
+    ran = {(r["dataset"], r["method"], r["backend"]) for r in rows}
     for name in args.datasets:
-        for key in keys_all:
+        for key in [k for k in keys_all if (name, *k) in ran]:  # not run there: not shown
             body.append(
                 [name, label(*key)] + [_fmt(acc[name][key][j]) for j in range(len(eps_grid))]
             )
@@ -462,12 +463,17 @@ def discussion(largs, rows, res_by, cargs) -> str:
                     f"{_span(loses_best)}. At ε = {grid[-1]:g} it reaches {top:.3f} against the "
                     f"MAP's {mapacc:.3f}."
                 )
-        conc = [k for k in keys if k[0] == "concentrated"]
-        if rule and conc:
+        # same back-end on both sides: the first one (in display order) that ran both
+        pairs = [(k, ("concentrated", k[1])) for k in rule if ("concentrated", k[1]) in keys]
+        if pairs:
             d_wins = c_wins = 0
             for name in largs.datasets:
+                both = [p for p in pairs if all(np.isfinite(acc[name][k]).any() for k in p)]
+                if not both:
+                    continue
+                dk, ck = both[0]
                 for j in range(len(grid)):
-                    a, b = acc[name][rule[0]][j], acc[name][conc[0]][j]
+                    a, b = acc[name][dk][j], acc[name][ck][j]
                     ok = np.isfinite(a) & np.isfinite(b)
                     if ok.sum() >= 2:
                         mean, se = _paired(a[ok], b[ok])
@@ -478,20 +484,39 @@ def discussion(largs, rows, res_by, cargs) -> str:
                 f"{d_wins}, concentration better in {c_wins} of "
                 f"{len(largs.datasets) * len(grid)} cells."
             )
+    ran_on = {}
+    for r in rows:
+        if r["method"] in PB_METHODS:
+            ran_on.setdefault(r["backend"], set()).add(r["dataset"])
+    if len({frozenset(v) for v in ran_on.values()}) > 1:
+        out.append(
+            "* Back-ends run per data set (a back-end absent from a data set's rows was not "
+            'run there, for time; see experiments/README.md, "Peers"): '
+            + "; ".join(f"{b}: {', '.join(sorted(v))}" for b, v in sorted(ran_on.items()))
+            + "."
+        )
     failed = {}
     for r in rows:
         if r["status"] != "ok" and r["method"] in PB_METHODS:
-            key = (r["method"], r["status"])
+            key = (r["method"], r["backend"], r["status"])
             failed.setdefault(key, set()).add(f"{r['dataset']} ε={float(r['eps']):g}")
-    for (method, status), cells in sorted(failed.items()):
-        count = sum(1 for r in rows if r["method"] == method and r["status"] == status)
+    why = {
+        "sampling-error": "The library's rejection step refuses when too little of the "
+        "tempered posterior lies in the ball ‖w‖ ≤ R = M/c — as t = ε₀/(2cR) grows the "
+        "posterior moves outside it. Whether a release is refused depends on the data, an "
+        "event the certificate does not cover.",
+        "unsupported": "Refused before any data were read, from public inputs only: the "
+        "exact back-end's proposal budget does not fit at the rule's small β (or OPS's ball "
+        "may hold too little of the posterior), and OPS needs the exact sampler.",
+    }
+    for (method, backend, status), cells in sorted(failed.items()):
+        count = sum(
+            1 for r in rows if (r["method"], r["backend"], r["status"]) == (method, backend, status)
+        )
         out.append(
-            f"* {method}: {count} releases ended in `{status}` ({', '.join(sorted(cells))}); "
-            "they carry no accuracy and the method drops out of those cells. For OPS the "
-            "library's rejection step refuses when too little of the tempered posterior lies "
-            "in the ball ‖w‖ ≤ R = M/c — as t = ε₀/(2cR) grows the posterior moves outside "
-            "it. Whether a release is refused depends on the data, an event the certificate "
-            "does not cover."
+            f"* {method} [{backend}]: {count} releases ended in `{status}` "
+            f"({', '.join(sorted(cells))}); they carry no accuracy and drop out of those "
+            f"cells. {why.get(status, '')}"
         )
     if res_by:
         won = {}
