@@ -527,7 +527,7 @@ def _figures(args, acc, used, eps_grid, out: Path) -> list[str]:
             ax.set_xlabel("ε (nats, RDP at λ)")
             ax.set_ylabel("test accuracy (fraction correct)")
             ax.grid(alpha=0.3, which="both", lw=0.4)
-            ax.legend(handles=handles, fontsize=6.5, loc="lower right")
+            ax.legend(handles=handles, fontsize=6.5, loc="best")
             ax.set_title(
                 f"{name}, λ = {lam:g}, β = {args.beta:g}: mean ± std over {args.trials} runs",
                 fontsize=9,
