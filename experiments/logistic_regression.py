@@ -7,10 +7,16 @@ Adult and MNIST), then
 * map: the non-private MAP, scikit-learn ``LogisticRegression(C=1/(n beta),
   fit_intercept=False)`` (its objective C sum(loss) + ||w||^2/2 is the negative log
   posterior times C; the intercept is a constant feature and shares the prior);
-* non-private: one exact-posterior draw, ``pb.sample(..., method="direct")`` with r = m = 1;
-* diffused / concentrated / ops at every (lambda, eps): one ``pb.sample`` release.
+* non-private: one posterior draw, ``pb.sample(..., method="direct")`` with r = m = 1;
+* diffused / concentrated / ops at every (lambda, eps): one ``pb.sample`` release per
+  back-end in ``--backends`` (default ``auto``: the library's choice between the exact
+  rejection sampler and certified Langevin, from public inputs only; OPS needs the exact
+  back-end and falls back to ``--ops-fallback``, an approximate MCMC release, where the
+  public feasibility check refuses it).
 
-Metric: test accuracy of sign(w.x). Run ``python experiments/logistic_regression.py --help``.
+Every row records the back-end that released it and the guarantee it carries ("exact",
+"algorithm" or "approximate", docs/glm.md). Metric: test accuracy of sign(w.x). Run
+``python experiments/logistic_regression.py --help``.
 """
 
 from __future__ import annotations
@@ -28,12 +34,19 @@ import _common as C  # noqa: E402
 
 import privbayes as pb  # noqa: E402
 from privbayes import datasets  # noqa: E402
-from privbayes.errors import ConvergenceError, SamplingError  # noqa: E402
+from privbayes.errors import (  # noqa: E402
+    ConvergenceError,
+    InfeasiblePrivacyError,
+    SamplingError,
+)
+from privbayes.models.logistic import _OPTION_BACKENDS, GUARANTEE  # noqa: E402
 from privbayes.preprocessing import normalize_rows  # noqa: E402
+from privbayes.sampling.exact import ExactInfeasibleError  # noqa: E402
 
 NAME = "logistic_regression"
 METHODS = ("diffused", "concentrated", "ops")
 DATASETS = ("abalone", "adult", "mnist")
+BACKENDS = ("auto", *GUARANTEE)  # auto, exact, langevin, imh, pymc
 # Abalone: per-attribute maxima published in abalone.names, rounded up to 0.1 (UCI units)
 ABALONE_BOUNDS = np.array([0.9, 0.7, 1.2, 2.9, 1.5, 0.8, 1.1])
 QUICK = dict(
@@ -68,6 +81,20 @@ def parse_args(argv: list[str] | None = None):
         metavar="KEY=VALUE",
         help="extra BayesianLogisticRegression keyword (sampler settings), repeatable",
     )
+    p.add_argument(
+        "--backends",
+        type=lambda s: [b.strip() for b in s.split(",") if b.strip()],
+        default=["auto"],
+        help=f"GLM back-ends, one series each, from {list(BACKENDS)} (default auto: exact or "
+        "langevin, chosen from public inputs)",
+    )
+    p.add_argument(
+        "--ops-fallback",
+        choices=("imh", "pymc", "none"),
+        default="imh",
+        help="with backend auto: OPS's back-end where the exact one is infeasible from public "
+        "inputs (an approximate MCMC release, labelled so); none: record it as infeasible",
+    )
     p.add_argument("--on-bad", choices=("raise", "warn"), default="raise", help="MCMC checks")
     p.add_argument(
         "--report-only",
@@ -83,6 +110,14 @@ def parse_args(argv: list[str] | None = None):
         p.error(f"unknown data sets {sorted(bad)}; choose from {list(DATASETS)}")
     if len(args.mnist_digits) != 2:
         p.error("--mnist-digits takes two digits, e.g. 3,8")
+    bad = [b for b in args.backends if b not in BACKENDS]
+    if bad or not args.backends or len(set(args.backends)) < len(args.backends):
+        p.error(f"--backends: distinct names from {list(BACKENDS)}; got {args.backends}")
+    for key in _model_options(args.model_option):
+        if key not in _OPTION_BACKENDS:
+            p.error(f"--model-option {key}: not a back-end option ({sorted(_OPTION_BACKENDS)})")
+    if args.trials < 1:
+        p.error("--trials must be >= 1")
     return args
 
 
@@ -200,7 +235,36 @@ def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean((x @ w > 0) == (y > 0.5)))
 
 
-COLUMNS = "dataset method n d lam eps trial accuracy knob eps_certified seconds status".split()
+COLUMNS = (
+    "dataset method requested backend guarantee n d lam eps trial accuracy knob eps_certified "
+    "seconds status"
+).split()
+
+
+def make_model(args, backend: str) -> pb.BayesianLogisticRegression:
+    """The study's model on ``backend``, with the --model-option settings that apply to it
+    (the others belong to other back-ends of the run and are left out)."""
+    options = {
+        k: v for k, v in _model_options(args.model_option).items() if backend in _OPTION_BACKENDS[k]
+    }
+    return pb.BayesianLogisticRegression(args.beta, args.c, backend=backend, **options)
+
+
+def choose_backend(models: dict, spec: str, n: int, d: int, lam, eps, method, fallback) -> str:
+    """The concrete back-end that releases (method, lam, eps) for the --backends entry
+    ``spec``: ``spec`` itself, or for "auto" the library's own choice, read from
+    ``pb.calibrate(..., d=d)`` (public inputs only: n, d, beta, c, lam, eps, method; never
+    the data). OPS needs the exact back-end: where the public feasibility check refuses it,
+    ``fallback`` (an approximate MCMC back-end) releases instead, or, with "none", the
+    InfeasiblePrivacyError propagates."""
+    if spec != "auto":
+        return spec
+    try:
+        return pb.calibrate(models["auto"], n, lam, eps, method, d=d).model.backend
+    except InfeasiblePrivacyError:
+        if method != "ops" or fallback == "none":
+            raise
+        return fallback
 
 
 def run_task(index: int, name: str, trial: int, args) -> list[dict]:
@@ -222,9 +286,17 @@ def _run_task(index: int, name: str, trial: int, args) -> list[dict]:
     rng = C.task_rng(args.seed, index)
     xtr, ytr, xte, yte = split(name, args, rng)
     n, d = xtr.shape
-    model = pb.BayesianLogisticRegression(args.beta, args.c, **_model_options(args.model_option))
+    models: dict = {}
+
+    def model_for(backend: str):
+        if backend not in models:
+            models[backend] = make_model(args, backend)
+        return models[backend]
+
+    model_for("auto")
     base = {"dataset": name, "n": n, "d": d, "trial": trial, "lam": "", "eps": ""}
     base |= {"knob": "", "eps_certified": "", "status": "ok"}
+    base |= {"requested": "", "backend": "", "guarantee": ""}
     majority = max(yte.mean(), 1.0 - yte.mean())
     rows = [base | {"method": "majority-class", "accuracy": float(majority), "seconds": 0.0}]
 
@@ -236,10 +308,14 @@ def _run_task(index: int, name: str, trial: int, args) -> list[dict]:
     acc = accuracy(clf.coef_.ravel(), xte, yte)
     rows.append(base | {"method": "map", "accuracy": acc, "seconds": time.perf_counter() - t0})
 
-    def release(method: str, lam: float, eps: float) -> dict:
+    def release(spec: str, method: str, lam: float, eps: float) -> dict:
         t = time.perf_counter()
         row = base | {"method": method, "lam": lam, "eps": eps, "accuracy": np.nan}
+        row["requested"] = spec
         try:
+            backend = choose_backend(models, spec, n, d, lam, eps, method, args.ops_fallback)
+            model = model_for(backend)
+            row |= {"backend": backend, "guarantee": GUARANTEE[backend]}
             rel = pb.sample(
                 model, (xtr, ytr), lam, eps, method, rng=rng, on_bad_diagnostics=args.on_bad
             )
@@ -247,40 +323,106 @@ def _run_task(index: int, name: str, trial: int, args) -> list[dict]:
             row["status"] = "no-convergence"
         except SamplingError:
             row["status"] = "sampling-error"
+        except InfeasiblePrivacyError:
+            row["status"] = "infeasible"
+        except ExactInfeasibleError:  # the exact back-end's public budget check
+            row["status"] = "infeasible"
+        except ValueError:  # e.g. OPS on the langevin back-end
+            row["status"] = "unsupported"
         else:
             row["knob"] = rel.m if method == "concentrated" else rel.r
             row["eps_certified"] = rel.eps
             row["accuracy"] = accuracy(np.asarray(rel.value), xte, yte)
+            assert rel.guarantee == row["guarantee"], (rel.guarantee, row)
         row["seconds"] = time.perf_counter() - t
         return row
 
-    # the exact posterior (r = m = 1): "direct" at an eps it certifies; no privacy claimed
-    direct = release("direct", args.lams[0], 1e300)
+    # the posterior at r = m = 1: "direct" at an eps it certifies; no privacy claimed
+    direct = release(args.backends[0], "direct", args.lams[0], 1e300)
     rows.append(direct | {"method": "non-private", "lam": "", "eps": "", "eps_certified": ""})
-    for lam in args.lams:
-        for eps in args.eps_grid:
-            rows += [release(m, float(lam), float(eps)) for m in METHODS]
+    for spec in args.backends:
+        for lam in args.lams:
+            for eps in args.eps_grid:
+                rows += [release(spec, m, float(lam), float(eps)) for m in METHODS]
     return rows
 
 
 REFS = ("non-private", "map", "majority-class")
+MARKERS = {"exact": "o", "algorithm": "s", "approximate": "X"}
 
 
-def _cube(rows: list[dict], args, eps_grid) -> dict:
-    """acc[name][method]: (lams, eps, trials) for METHODS, (trials,) for REFS; NaN = failed."""
-    out = {
-        name: {m: np.full((len(args.lams), len(eps_grid), args.trials), np.nan) for m in METHODS}
+def series(args) -> list[tuple[str, str, str]]:
+    """(key, method, --backends entry) of every plotted series: the method alone when the
+    run has one entry, "method [entry]" otherwise."""
+    one = len(args.backends) == 1
+    return [(m if one else f"{m} [{b}]", m, b) for b in args.backends for m in METHODS]
+
+
+def _key(row: dict, args) -> str:
+    if row["method"] in REFS:
+        return row["method"]
+    return row["method"] if len(args.backends) == 1 else f"{row['method']} [{row['requested']}]"
+
+
+def _cube(rows: list[dict], args, eps_grid) -> tuple[dict, dict]:
+    """(acc, used): acc[name][key] of shape (lams, eps, trials) for every series key, (trials,)
+    for REFS, NaN = failed; used[name][key] the same shape, the back-end that released each
+    ("" where none could run)."""
+    shape = (len(args.lams), len(eps_grid), args.trials)
+    keys = [k for k, _, _ in series(args)]
+    acc = {
+        name: {k: np.full(shape, np.nan) for k in keys}
         | {m: np.full(args.trials, np.nan) for m in REFS}
         for name in args.datasets
     }
+    used = {
+        name: {k: np.full(shape, "", dtype=object) for k in keys}
+        | {m: np.full(args.trials, "", dtype=object) for m in REFS}
+        for name in args.datasets
+    }
     for r in rows:
-        a = out[r["dataset"]][r["method"]]
+        key = _key(r, args)
+        a, u = acc[r["dataset"]][key], used[r["dataset"]][key]
         if r["method"] in REFS:
-            a[r["trial"]] = r["accuracy"]
+            a[r["trial"]], u[r["trial"]] = r["accuracy"], r["backend"]
         else:  # nearest grid point: the CSV holds 7 significant digits
             li = int(np.argmin(np.abs(np.asarray(args.lams) - r["lam"])))
-            a[li, C.nearest(eps_grid, r["eps"]), r["trial"]] = r["accuracy"]
-    return out
+            at = (li, C.nearest(eps_grid, r["eps"]), r["trial"])
+            a[at], u[at] = r["accuracy"], r["backend"]
+    return acc, used
+
+
+def _guarantee(backends) -> str:
+    """The guarantee of a cell's releases ("exact", "algorithm", "approximate", joined by
+    "/" if they differ; "none" when no back-end could run)."""
+    names = sorted({GUARANTEE[b] for b in np.ravel(backends) if b})
+    return "/".join(names) or "none"
+
+
+def _backend_ranges(backends: np.ndarray, eps_grid) -> str:
+    """Which back-end released a series over the eps grid, e.g. "langevin (algorithm) at
+    ε ≤ 0.316; exact (exact) at ε ≥ 1". ``backends``: (eps, trials)."""
+    per = ["/".join(sorted({b for b in col if b})) or "none" for col in backends]
+    runs: list[list] = []
+    for j, b in enumerate(per):
+        if runs and runs[-1][0] == b:
+            runs[-1][2] = j
+        else:
+            runs.append([b, j, j])
+    parts = []
+    for b, lo, hi in runs:
+        g = _guarantee(b.split("/")) if b != "none" else "could not run"
+        where = (
+            ""
+            if len(runs) == 1
+            else f" at ε ≤ {eps_grid[hi]:.3g}"
+            if lo == 0
+            else f" at ε ≥ {eps_grid[lo]:.3g}"
+            if hi == len(per) - 1
+            else f" at ε ∈ [{eps_grid[lo]:.3g}, {eps_grid[hi]:.3g}]"
+        )
+        parts.append(f"{b} ({g}){where}")
+    return "; ".join(parts)
 
 
 def _read_rows(path: Path) -> list[dict]:
@@ -302,7 +444,7 @@ def _read_rows(path: Path) -> list[dict]:
 # the settings a report needs (saved next to the CSV for --report-only)
 _SETTINGS = (
     "datasets lams eps_grid trials beta c abalone_threshold abalone_test mnist_digits "
-    "mnist_pool max_train max_test model_option on_bad seed quick"
+    "mnist_pool max_train max_test model_option backends ops_fallback on_bad seed quick"
 ).split()
 
 
@@ -318,9 +460,10 @@ def main(argv: list[str] | None = None) -> None:
         eps_grid = np.asarray(args.eps_grid, dtype=float)
     else:
         timer = C.Timer()
-        # The sampler's diagnostics import ArviZ on first use (~4 s); import it once here so
-        # that forked workers share it and the per-release timings do not include it.
-        import arviz  # noqa: F401
+        if {"imh", "pymc"} & ({args.ops_fallback} | set(args.backends)):
+            # The MCMC diagnostics import ArviZ on first use (~4 s); import it once here so
+            # that forked workers share it and the per-release timings do not include it.
+            import arviz  # noqa: F401
 
         eps_grid = np.asarray(args.eps_grid, dtype=float)
         args.eps_grid = [float(e) for e in eps_grid]
@@ -333,42 +476,58 @@ def main(argv: list[str] | None = None) -> None:
         settings = {k: v for k, v in vars(args).items() if k in _SETTINGS}
         meta = {"args": settings, "wall_time": elapsed, "jobs": args.jobs}
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
-    acc = _cube(rows, args, eps_grid)
-    figures = _figures(args, acc, eps_grid, out)
-    report = _report(args, acc, rows, eps_grid, figures, elapsed, len(rows))
+    acc, used = _cube(rows, args, eps_grid)
+    figures = _figures(args, acc, used, eps_grid, out)
+    report = _report(args, acc, used, rows, eps_grid, figures, elapsed, len(rows))
     C.replace_report_section(out / "REPORT.md", NAME, report)
     print(
         f"{NAME}: {len(rows)} rows, {len(figures)} figures, REPORT.md section in {out} ({elapsed})"
     )
 
 
-def _figures(args, acc, eps_grid, out: Path) -> list[str]:
+def _figures(args, acc, used, eps_grid, out: Path) -> list[str]:
+    from matplotlib.lines import Line2D
+
     names = []
+    styles = ("-", "--", ":", "-.")
     for name in args.datasets:
         for li, lam in enumerate(args.lams):
             fig, axes = C.new_figure(1, width=5.4, height=3.9)
             ax = axes[0, 0]
-            for method in METHODS:
-                a = acc[name][method][li]
+            for key, method, spec in series(args):
+                a = acc[name][key][li]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # all-NaN columns (every run failed)
                     mean, std = np.nanmean(a, axis=-1), np.nanstd(a, axis=-1)
-                kw = dict(color=C.COLORS[method], label=C.LABELS[method])
-                ax.plot(eps_grid, mean, marker="o", ms=3, **kw)
-                ax.fill_between(
-                    eps_grid, mean - std, mean + std, color=kw["color"], alpha=0.18, lw=0
-                )
+                color = C.COLORS[method]
+                label = C.LABELS[method] + ("" if key == method else f" [{spec}]")
+                ls = styles[args.backends.index(spec) % len(styles)]
+                ax.plot(eps_grid, mean, color=color, ls=ls, lw=1.2, label=label)
+                ax.fill_between(eps_grid, mean - std, mean + std, color=color, alpha=0.18, lw=0)
+                # the marker says which guarantee each point's releases carry
+                for g, marker in MARKERS.items():
+                    at = [_guarantee(used[name][key][li, j]) == g for j in range(len(eps_grid))]
+                    if any(at):
+                        ax.plot(eps_grid[at], mean[at], marker, color=color, ms=4, ls="")
             for ref, ls in zip(REFS, ("--", ":", "-."), strict=True):
                 a = acc[name][ref]
                 if np.isfinite(a).any():
-                    kw = dict(color=C.COLORS[ref], label=C.LABELS[ref], ls=ls, lw=1.2)
+                    label = C.LABELS[ref]
+                    if ref == "non-private":
+                        label += f" [{_guarantee(used[name][ref])}]"
+                    kw = dict(color=C.COLORS[ref], label=label, ls=ls, lw=1.2)
                     ax.axhline(np.nanmean(a), **kw)
+            handles, _ = ax.get_legend_handles_labels()
+            handles += [
+                Line2D([], [], marker=mk, ls="", color="0.3", label=f"guarantee: {g}")
+                for g, mk in MARKERS.items()
+            ]
             ax.set_xscale("log")
             ax.set_xlim(eps_grid[0] / 1.3, eps_grid[-1] * 1.3)
             ax.set_xlabel("ε (nats, RDP at λ)")
             ax.set_ylabel("test accuracy (fraction correct)")
             ax.grid(alpha=0.3, which="both", lw=0.4)
-            ax.legend(fontsize=7, loc="lower right")
+            ax.legend(handles=handles, fontsize=6.5, loc="best")
             ax.set_title(
                 f"{name}, λ = {lam:g}, β = {args.beta:g}: mean ± std over {args.trials} runs",
                 fontsize=9,
@@ -384,21 +543,64 @@ def _ms(a: np.ndarray) -> str:
     return C.mean_std(a) if a.size else "failed"
 
 
-def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str:
+def _report(args, acc, used, rows, eps_grid, figures, elapsed: str, count: int) -> str:
     pick = sorted({C.nearest(eps_grid, e) for e in (0.1, 1.0, eps_grid[-1])})
-    header = ["data set", "n train", "d", "λ"]
-    header += [f"{m} ε={eps_grid[j]:.3g}" for j in pick for m in METHODS]
-    header += ["non-private sample", "MAP", "majority class"]
+    all_series = series(args)
+    first = [(k, m) for k, m, b in all_series if b == args.backends[0]]  # the discussed ones
+    key_of = {m: k for k, m in first}
+    header = ["data set", "n train", "d", "λ", "method", "back-end (guarantee)"]
+    header += [f"ε={eps_grid[j]:.3g}" for j in pick]
     sizes = {r["dataset"]: (r["n"], r["d"]) for r in rows}
     body = []
     for name in args.datasets:
         for li, lam in enumerate(args.lams):
-            row = [name, f"{sizes[name][0]:,}", str(sizes[name][1]), f"{lam:g}"]
-            row += [_ms(acc[name][m][li, j]) for j in pick for m in METHODS]
-            body.append(row + [_ms(acc[name][ref]) for ref in REFS])
+            for key, _, _ in all_series:
+                row = [name, f"{sizes[name][0]:,}", str(sizes[name][1]), f"{lam:g}", key]
+                row.append(_backend_ranges(used[name][key][li], eps_grid))
+                row += [
+                    f"{_ms(acc[name][key][li, j])} [{_guarantee(used[name][key][li, j])}]"
+                    for j in pick
+                ]
+                body.append(row)
     detail = C.markdown_table(header, body)
+    refs = C.markdown_table(
+        ["data set", "non-private sample", "its back-end (guarantee)", "MAP", "majority class"],
+        [
+            [
+                name,
+                _ms(acc[name]["non-private"]),
+                _backend_ranges(used[name]["non-private"][None], eps_grid[:1]),
+                _ms(acc[name]["map"]),
+                _ms(acc[name]["majority-class"]),
+            ]
+            for name in args.datasets
+        ],
+    )
 
-    # discussion numbers
+    # releases by guarantee, and where OPS could not have the exact back-end
+    released = [r for r in rows if r["method"] in METHODS and r["backend"]]
+    by_g = {g: sum(r["guarantee"] == g for r in released) for g in MARKERS}
+    g_text = ", ".join(f"{v:,} {g}" for g, v in by_g.items())
+    fallback = sorted(
+        {
+            (r["dataset"], r["lam"], r["eps"])
+            for r in released
+            if r["method"] == "ops" and r["requested"] == "auto" and r["backend"] != "exact"
+        }
+    )
+    if fallback:
+        where = "; ".join(f"{d} λ = {lam:g} ε = {e:.3g}" for d, lam, e in fallback)
+        fb_text = (
+            f"OPS needs the exact back-end; where its public budget check refuses it ({where}) "
+            f"OPS ran on `{args.ops_fallback}`, an MCMC release whose certificate is for the "
+            "exact posterior only (approximate)"
+        )
+    elif "auto" in args.backends:
+        fb_text = "OPS ran on the exact back-end in every cell"
+    else:
+        fb_text = "no `auto` series in this run"
+
+    # discussion numbers (the first --backends entry's series)
     lines = []
     for name in args.datasets:
         ref = np.nanmean(acc[name]["non-private"])
@@ -408,7 +610,7 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
             for m in ("diffused", "concentrated"):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    mean = np.nanmean(acc[name][m][li], axis=-1)
+                    mean = np.nanmean(acc[name][key_of[m]][li], axis=-1)
                 # the smallest grid eps from which on every larger one is within 1 point
                 within = np.logical_and.accumulate((mean >= ref - 0.01)[::-1])[::-1]
                 close = np.flatnonzero(within)
@@ -416,21 +618,25 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
                 parts.append(f"{m} within 1 point of the non-private draw {reach}")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ops = np.nanmean(acc[name]["ops"][li, -1])
-            parts.append(f"OPS at ε = {eps_grid[-1]:g}: {ops:.3f} (majority class {chance:.3f})")
+                ops = np.nanmean(acc[name][key_of["ops"]][li, -1])
+            g = _guarantee(used[name][key_of["ops"]][li, -1])
+            parts.append(
+                f"OPS at ε = {eps_grid[-1]:g}: {ops:.3f} [{g}] (majority class {chance:.3f})"
+            )
             lines.append(f"  - {name}, λ = {lam:g}: " + "; ".join(parts) + ".")
-    wins = dict.fromkeys(METHODS, 0)
+    keys = [k for k, _, _ in all_series]
+    wins = dict.fromkeys(keys, 0)
     ties = cells = 0
     for name in args.datasets:
         for li in range(len(args.lams)):
-            cube = np.stack([acc[name][m][li] for m in METHODS])  # (methods, eps, trials)
+            cube = np.stack([acc[name][k][li] for k in keys])  # (series, eps, trials)
             for j in range(len(eps_grid)):
                 ok = np.isfinite(cube[:, j]).all(axis=0)
                 cells += 1
                 if ok.sum() < 2:
                     ties += 1
                     continue
-                lead = C.leaders(1.0 - cube[:, j : j + 1, ok], METHODS)[0]
+                lead = C.leaders(1.0 - cube[:, j : j + 1, ok], keys)[0]
                 if lead is None:
                     ties += 1
                 else:
@@ -439,7 +645,7 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
     head = {"diffused": [], "concentrated": []}
     for name in args.datasets:
         for li in range(len(args.lams)):
-            pair = np.stack([acc[name][m][li] for m in ("diffused", "concentrated")])
+            pair = np.stack([acc[name][key_of[m]][li] for m in head])
             for j in range(len(eps_grid)):
                 ok = np.isfinite(pair[:, j]).all(axis=0)
                 if ok.sum() >= 2:
@@ -469,8 +675,8 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
         warnings.simplefilter("ignore")
         ops_below = sum(
             int(
-                np.nanmean(acc[n]["ops"][li, j])
-                < min(np.nanmean(acc[n][m][li, j]) for m in ("diffused", "concentrated"))
+                np.nanmean(acc[n][key_of["ops"]][li, j])
+                < min(np.nanmean(acc[n][key_of[m]][li, j]) for m in ("diffused", "concentrated"))
             )
             for n in args.datasets
             for li in range(len(args.lams))
@@ -478,15 +684,16 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
         )
     status = [r["status"] for r in rows if r["status"] != "ok"]
     fail_text = ", ".join(f"{status.count(s)} {s}" for s in sorted(set(status))) or "none"
-    secs = {}
+    secs: dict = {}
     for r in rows:
-        if r["method"] not in ("majority-class", "map"):
-            secs.setdefault((r["dataset"], r["method"]), []).append(r["seconds"])
+        if r["method"] not in ("majority-class", "map") and r["backend"]:
+            key = (r["dataset"], r["method"], f"{r['backend']} ({r['guarantee']})")
+            secs.setdefault(key, []).append(r["seconds"])
     timing = C.markdown_table(
-        ["data set", "method", "median s per release", "max s", "total s"],
+        ["data set", "method", "back-end (guarantee)", "releases", "median s", "max s", "total s"],
         [
-            [k[0], k[1], f"{np.median(v):.3g}", f"{np.max(v):.3g}", f"{np.sum(v):.0f}"]
-            for k, v in secs.items()
+            [*k, str(len(v)), f"{np.median(v):.3g}", f"{np.max(v):.3g}", f"{np.sum(v):.0f}"]
+            for k, v in sorted(secs.items())
         ],
     )
     figs = "\n".join(f"![{f}]({f})" for f in figures)
@@ -495,7 +702,7 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ops_lift = max(
-            np.nanmean(acc[n]["ops"][:, -1]) - np.nanmean(acc[n]["majority-class"])
+            np.nanmean(acc[n][key_of["ops"]][:, -1]) - np.nanmean(acc[n]["majority-class"])
             for n in args.datasets
         )
     if np.isfinite(ops_lift) and ops_lift < 0.02:
@@ -506,44 +713,68 @@ def _report(args, acc, rows, eps_grid, figures, elapsed: str, count: int) -> str
         )
     else:
         ops_text = f"up to {ops_lift:+.1%} above the majority class at ε = {eps_grid[-1]:g}"
+    backends = ", ".join(f"`{b}`" for b in args.backends)
+    discussed = (
+        "" if len(args.backends) == 1 else f" (the `{args.backends[0]}` series are discussed)"
+    )
     return f"""## Logistic regression (`experiments/{NAME}.py`)
 
 Data sets {", ".join(args.datasets)}; prior N(0, (nβ)⁻¹ I) with β = {args.beta:g}; c = {args.c:g};
 OPS radius R = c/β = {args.c / args.beta:g}; λ ∈ {args.lams}; ε ∈ {{{eps_text}}};
 {args.trials} runs per data set (Abalone: fresh 70/30 split; Adult, MNIST: canonical split,
-fresh seeds); seed {args.seed}; sampler settings: {opts}. {count:,} rows in `{NAME}.csv`;
-wall time {elapsed}{" (`--quick`)" if args.quick else ""}. Failed releases (no accuracy
-recorded): {fail_text}. Figures: mean test accuracy ± one std over runs; horizontal lines:
-non-private posterior draw (dashed), MAP (dotted), majority class (dash-dot).
+fresh seeds); seed {args.seed}; back-ends {backends}{discussed}; OPS fallback
+`{args.ops_fallback}`; sampler settings: {opts}. {count:,} rows in `{NAME}.csv`; wall time
+{elapsed}{" (`--quick`)" if args.quick else ""}. Failed releases (no accuracy recorded):
+{fail_text}.
+
+**Which guarantee each number carries** (docs/glm.md, "Three guarantees"): *exact* — the
+released value is an exact draw of the distribution the certificate is proven for (the
+exact rejection sampler); *algorithm* — the certificate bounds the output law of the
+algorithm as run (certified Langevin, K noisy gradient steps); *approximate* — an MCMC
+draw (IMH), whose certificate is proven for the exact posterior it only approximates.
+`auto` chooses exact or Langevin from public inputs only (n, d, β, c, λ, ε), never from
+the data. Releases here: {g_text}. {fb_text}.
+
+Figures: mean test accuracy ± one std over runs; the marker gives each point's guarantee
+(● exact, ■ algorithm, ✖ approximate); horizontal lines: non-private posterior draw
+(dashed), MAP (dotted), majority class (dash-dot).
 
 {figs}
 
-**Test accuracy, mean ± std over runs:**
+**Test accuracy, mean ± std over runs; each cell ends with its releases' guarantee:**
 
 {detail}
 
+**References** (no privacy claimed; the non-private draw is `method="direct"` at r = m = 1
+on the first back-end entry, so an exact posterior draw only where it says exact):
+
+{refs}
+
 **Discussion.**
 
-* Every (λ, ε) on the grid was certified for diffusion, concentration and OPS: the new
+* Every (λ, ε) on the grid was calibrated for diffusion, concentration and OPS: the new
   mechanisms reach any ε, as the paper claims (for this model the bound is ρ-zCDP with
-  ρ = 2c²/(nβ), so direct sampling alone meets only ε ≥ 2λc²/(nβ)).
+  ρ = 2c²/(nβ), so direct sampling alone meets only ε ≥ 2λc²/(nβ)). The certificate
+  covers the released value as the table's marks say.
 * Highest mean accuracy, counted over the (data set, λ, ε) cells (a win needs a lead of two
-  paired standard errors over the runner-up): {", ".join(f"{m} {wins[m]}" for m in METHODS)},
+  paired standard errors over the runner-up): {", ".join(f"{k} {wins[k]}" for k in keys)},
   no clear winner {ties} (of {cells}).
 * Per data set:
 {chr(10).join(lines)}
 * Diffusion against concentration, cells with a clear difference: {head_text} (of
-  {cells}). At equal ε concentration regularises more: a diffused draw comes from the
-  posterior with prior precision nβ/r at temperature 1/r, a concentrated one from the
-  posterior with prior precision nβ/m, and since ε ∝ r² for diffusion but ε ∝ m for
-  concentration, m = r² at the same ε (while both are below 1): concentration multiplies
-  the prior precision by 1/r², diffusion by 1/r and pays with a wider spread instead.
+  {cells // max(1, len(args.backends))}). At equal ε concentration regularises more: a
+  diffused draw comes from the posterior with prior precision nβ/r at temperature 1/r, a
+  concentrated one from the posterior with prior precision nβ/m, and since ε ∝ r² for
+  diffusion but ε ∝ m for concentration, m = r² at the same ε (while both are below 1):
+  concentration multiplies the prior precision by 1/r², diffusion by 1/r and pays with a
+  wider spread instead. (With Langevin the released law is the K-step chain's, which the
+  same knobs shape.)
 * MAP accuracy minus the non-private posterior draw's: {gap_text}.
 * OPS, which the paper includes as a sanity check, is {ops_text}. Its mean accuracy is
-  below both new mechanisms' in {ops_below} of {cells} cells.
+  below both new mechanisms' in {ops_below} of {cells // max(1, len(args.backends))} cells.
 
-**Where the time goes** (seconds per release, over all runs; MAP and data loading are not
-included):
+**Where the time goes** (seconds per release by back-end, over all runs; MAP and data
+loading are not included):
 
 {timing}
 """

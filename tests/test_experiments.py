@@ -141,7 +141,10 @@ def test_logistic_regression_quick(tmp_path):
     rows = _check_outputs(
         tmp_path,
         "logistic_regression",
-        "dataset method n d lam eps trial accuracy knob eps_certified seconds status".split(),
+        (
+            "dataset method requested backend guarantee n d lam eps trial accuracy knob "
+            "eps_certified seconds status"
+        ).split(),
         {"diffused", "concentrated", "ops", "non-private", "map", "majority-class"},
     )
     assert {r["dataset"] for r in rows} == {"abalone", "adult", "mnist"}
@@ -151,6 +154,35 @@ def test_logistic_regression_quick(tmp_path):
         assert 0 <= float(r["accuracy"]) <= 1
         if r["eps_certified"]:
             assert float(r["eps_certified"]) <= float(r["eps"])
+    # every release names its back-end and guarantee; auto uses the certified ones, and OPS
+    # leaves the exact back-end only where the public feasibility check refuses it
+    guarantee = {"exact": "exact", "langevin": "algorithm", "imh": "approximate"}
+    model = pb.BayesianLogisticRegression(1e-3, 1.0)
+    for r in rows:
+        if r["method"] in ("map", "majority-class"):
+            assert r["backend"] == r["guarantee"] == ""
+            continue
+        assert r["requested"] == "auto" and r["guarantee"] == guarantee[r["backend"]]
+        if r["method"] == "ops":
+            n, d, lam, eps = int(r["n"]), int(r["d"]), float(r["lam"]), float(r["eps"])
+            try:
+                pb.calibrate(model, n, lam, eps, "ops", d=d)
+            except pb.InfeasiblePrivacyError:
+                assert r["backend"] == "imh"
+            else:
+                assert r["backend"] == "exact"
+        elif r["method"] != "non-private":
+            assert r["backend"] in ("exact", "langevin")
+    report = (tmp_path / "REPORT.md").read_text()
+    section = report[report.index("<!-- BEGIN logistic_regression") :]
+    table = [  # the accuracy table's release rows (the timing table has no "±")
+        ln
+        for ln in section.splitlines()
+        if "±" in ln and any(f" | {m} | " in ln for m in ("diffused", "ops"))
+    ]
+    assert len(table) == 6 and all(
+        any(f"[{g}]" in ln for g in ("exact", "algorithm", "approximate")) for ln in table
+    )
 
 
 def test_report_sections_are_replaced(tmp_path):

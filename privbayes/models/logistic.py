@@ -116,12 +116,16 @@ class BayesianLogisticRegression(Frozen):
     c : float > 0, the public bound on feature norms, ||x||_2 <= c.
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
         contains the MAP estimate of every data set: docs/glm.md).
-    backend : "imh" (default): mode-fitted independence Metropolis–Hastings over many chains
-        (privbayes.sampling.imh), "pymc": PyMC's NUTS, the reference, "exact": a
-        rejection sampler whose every release is an exact posterior draw, with a public,
-        fixed number of proposals (privbayes.sampling.exact, docs/exact.md), or "langevin":
-        noisy gradient descent whose certificate covers its own K-step output law, not the
-        posterior (privbayes.sampling.langevin, docs/langevin.md; no method="ops").
+    backend : "auto" (default): "exact" or "langevin", chosen per release from public
+        inputs only (docs/glm.md, "Three guarantees"); "exact": a rejection sampler whose
+        every release is an exact posterior draw, with a public, fixed number of proposals
+        (privbayes.sampling.exact, docs/exact.md; guarantee "exact"); "langevin": noisy
+        gradient descent whose certificate covers its own K-step output law, not the
+        posterior (privbayes.sampling.langevin, docs/langevin.md; no method="ops";
+        guarantee "algorithm"); "imh": mode-fitted independence Metropolis–Hastings over
+        many chains (privbayes.sampling.imh) or "pymc": PyMC's NUTS, the reference — both
+        opt-in, guarantee "approximate" (an MCMC draw; the certificate is for the exact
+        posterior).
     tune, draws, chains : MCMC settings; None takes the back-end's default (imh: 20 burn-in
         steps — raised to twice the estimate from the weight bound —, 4 chains and
         max(100, ceil(1000 / sqrt(chains))) draws, enough for R-hat to resolve 1.01; pymc:
