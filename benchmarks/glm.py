@@ -1,5 +1,6 @@
-"""Certified logistic-regression releases per second: IMH (default) against PyMC's NUTS, and
-the exact rejection back-end (``--exact``) against IMH.
+"""Logistic-regression releases per second, per back-end: the approximate IMH against PyMC's
+NUTS, the exact rejection back-end (``--exact``) and the certified Langevin mechanism
+(``--langevin``) against IMH.
 
 Adult-sized synthetic problem (n = 45,000, d = 100) and an MNIST-sized one
 (n = 12,000, d = 784, sparse non-negative "pixel" rows), both with rows on ||x|| <= 1.

@@ -24,8 +24,8 @@ from privbayes.certified import round_up
 from privbayes.models.base import Model
 
 NOT_EXACT = {
-    "logistic": "MCMC release (docs/glm.md): its analytic bound is tested in test_glm_bound.py, "
-    "its sampler against PyMC in test_glm_sampling.py / test_glm_imh.py"
+    "logistic": "a GLM (docs/glm.md): its analytic bound is tested in test_glm_bound.py, its "
+    "back-ends in test_glm_exact.py, test_glm_langevin.py, test_glm_imh.py, test_glm_sampling.py"
 }
 # The certificates cover the rounding of the sampler's parameters; the evaluation error of
 # the closed forms themselves (log-gamma second differences: up to ~1e-11 relative,
