@@ -25,7 +25,9 @@ from privbayes.models.base import Model
 
 NOT_EXACT = {
     "logistic": "MCMC release (docs/glm.md): its analytic bound is tested in test_glm_bound.py, "
-    "its sampler against PyMC in test_glm_sampling.py / test_glm_imh.py"
+    "its sampler against PyMC in test_glm_sampling.py / test_glm_imh.py",
+    "multinomial": "MCMC / Langevin release (docs/multinomial.md): its bound is tested by "
+    "quadrature in test_glm_multinomial.py, its samplers there too",
 }
 # The certificates cover the rounding of the sampler's parameters; the evaluation error of
 # the closed forms themselves (log-gamma second differences: up to ~1e-11 relative,
