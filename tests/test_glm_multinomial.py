@@ -314,3 +314,30 @@ def test_bad_inputs_are_refused_before_any_charge(tmp_path):
         args = {"beta": 0.5, "c": 1.0, "n_classes": 3, **kw}
         with pytest.raises(ValueError, match=match):
             pb.MultinomialLogisticRegression(**args)
+
+
+# -- the scikit-learn estimator with K > 2 classes ------------------------------------------
+def test_estimator_multiclass_conventions_and_one_code_path():
+    x, y = _data(n=300, d=3, k=4, seed=3)
+    x = x * 0.9  # inside sqrt(1 - 0.5^2), the intercept's share of c
+    names = np.array(["a", "b", "c", "d"])[y]
+    est = pb.PrivateLogisticRegression(eps=4.0, n_samples=2, random_state=5).fit(x, names)
+    assert list(est.classes_) == ["a", "b", "c", "d"]
+    assert est.coef_.shape == (4, 3) and est.intercept_.shape == (4,)
+    assert est.samples_.shape == (2, 4, 4)
+    proba = est.predict_proba(x)
+    assert proba.shape == (300, 4)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    scores = est.decision_function(x)
+    assert scores.shape == (300, 4)
+    np.testing.assert_array_equal(est.predict(x), est.classes_[np.argmax(proba, axis=1)])
+    assert est.score(x, names) > 0.5  # chance is about 0.25
+    assert est.privacy_["guarantee"] == "algorithm" and est.privacy_["backend"] == "langevin"
+    assert est.privacy_["eps"] <= 4.0
+    # the same draws as sample() with the softmax model and labels in classes_ order
+    model = pb.MultinomialLogisticRegression(
+        0.01, 1.0, 4, fit_intercept=True, intercept_scaling=0.5
+    )
+    seed = np.random.RandomState(5).randint(2**31 - 1)
+    rel = pb.sample(model, (x, y), 2.0, 4.0, size=2, rng=np.random.default_rng(seed))
+    np.testing.assert_array_equal(est.samples_, rel.value)
