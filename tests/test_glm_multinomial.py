@@ -341,3 +341,61 @@ def test_estimator_multiclass_conventions_and_one_code_path():
     seed = np.random.RandomState(5).randint(2**31 - 1)
     rel = pb.sample(model, (x, y), 2.0, 4.0, size=2, rng=np.random.default_rng(seed))
     np.testing.assert_array_equal(est.samples_, rel.value)
+
+
+# -- Langevin: the certificate against the exact law of the K-step output ------------------
+def _softmax_grad(x, y, r, prec):
+    """grad U in plane coordinates (d = 1, K = 3): U = r sum loss + prec/2 |W|^2 restricted
+    to the plane orthogonal to (1, 1, 1), where the chain's data-dependent part lives."""
+
+    def grad(w):  # w (G, 2)
+        scores = w @ BASIS  # (G, 3)
+        g = prec * w
+        for xi, yi in zip(x, y, strict=True):
+            s = softmax(xi * scores, axis=1)
+            s[:, yi] -= 1.0
+            g = g + r * xi * (s @ BASIS.T)
+        return g
+
+    return grad
+
+
+def test_langevin_certificate_bounds_the_exact_law_of_the_output():
+    """d = 1, K = 3: the chain's component along (1, 1, 1) evolves without the data (the
+    same law for both neighbours), so D_lam of the outputs is that of the 2-D component,
+    computed by convolution on a grid (tests/test_glm_langevin.py's ``exact_laws``)."""
+    from test_glm_langevin import exact_laws, mass, renyi  # noqa: I001  (tests/ on sys.path)
+
+    from privbayes.sampling import langevin
+
+    fam = MultinomialLogistic(K)
+    n, beta, r, c = 4, 0.05, 0.5, 1.0 * (1 + 1e-12)
+    sched = langevin.schedule(n, beta, c, r, 1.0, 0.5, family=fam)
+    prec = sched["prec"]
+    x = np.array([1.0, -0.4, 0.7, -1.0])
+    y = np.array([0, 1, 2, 2])
+    cases = [  # the replaced record: label moved, sign reversed, both; start 0 and far
+        (x, y, np.r_[x[:1], x[1:]], np.r_[[1], y[1:]], [0.0, 0.0]),
+        (x, y, np.r_[-x[:1], x[1:]], y, [0.0, 0.0]),
+        (x, y, np.r_[-x[:1], x[1:]], np.r_[[2], y[1:]], [0.0, 0.0]),
+        (x, y, np.r_[-x[:1], x[1:]], np.r_[[2], y[1:]], [30.0, -20.0]),
+    ]
+    worst = 0.0
+    for steps in (1, 3):
+        sampler = dict(sched, steps=steps)
+        rho = langevin.certificate(sampler, n, r, c, fam)
+        half = langevin.certificate(sampler, n, r, c)  # binary constants: G^2 = 4 c^2
+        kappa = 1 - sampler["step"] * prec
+        for xa, ya, xb, yb, start in cases:
+            grads = [_softmax_grad(xa, ya, r, prec), _softmax_grad(xb, yb, r, prec)]
+            (lp, lq), cell, _ = exact_laws(
+                grads, start, sampler["step"], sampler["noise"], steps, kappa
+            )
+            assert abs(mass(lp, cell) - 1) < 1e-8 and abs(mass(lq, cell) - 1) < 1e-8
+            for lam in (1.5, 2.0, 8.0):
+                true = max(renyi(lp, lq, lam, cell), renyi(lq, lp, lam, cell))
+                assert true <= lam * rho, (steps, start, lam, true, lam * rho)
+                worst = max(worst, true / (lam * rho))
+        assert half < rho
+    print(f"multinomial Langevin: largest exact D_lam / certificate = {worst:.3f}")
+    assert worst > 0.05
