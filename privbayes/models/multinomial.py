@@ -45,7 +45,8 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         :class:`privbayes.BayesianLogisticRegression`.
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with rows of
-    norm <= ``feature_bound``, y of shape (n,) with integer labels in {0, ..., K-1}. The
+    norm <= ``feature_bound``, y of shape (n,) with integer labels in {0, ..., K-1} (K is
+    public: a class absent from the data is fine, a label >= K is refused). The
     released value has shape (d, K) — (d + 1, K) with an intercept, whose last row is the
     intercepts b = s W_{d+1} — and (size, d, K) with ``size``. Class k's score is
     x.W[:, k] + b_k; softmax of the scores gives the class probabilities.
