@@ -22,7 +22,8 @@ certificates need from the model is one :class:`GLMFamily`:
 
 Binary logistic regression (:data:`BINARY_LOGISTIC`) and multinomial logistic regression
 (:class:`MultinomialLogistic`) are the two families. Adding one = a subclass with these
-members and its proofs in docs/.
+members and its proofs in docs/. Source: docs/multinomial.md §7 (the interface), docs/glm.md
+and docs/langevin.md §2 (binary constants), docs/multinomial.md §2-§4 (softmax constants).
 """
 
 from __future__ import annotations
@@ -117,13 +118,13 @@ class BinaryLogistic(GLMFamily):
     curvature = Fraction(1, 4)
     self_concordance = Fraction(1)
 
-    def prepare(self, x, y):
+    def prepare(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(x * y[:, None], dtype=np.float64)  # y^2 = 1
 
-    def n_rows(self, data) -> int:
+    def n_rows(self, data: np.ndarray) -> int:
         return int(data.shape[0])
 
-    def loss_sums(self, data, w, threads):
+    def loss_sums(self, data: np.ndarray, w: np.ndarray, threads: int) -> np.ndarray:
         """One pass over the rows per call: per row block, the margins from one matrix
         product in this thread, the softplus sums split over ``threads`` threads."""
         n = data.shape[0]
@@ -146,11 +147,11 @@ class BinaryLogistic(GLMFamily):
                 pool.shutdown()
         return total
 
-    def loss(self, data, w):
+    def loss(self, data: np.ndarray, w: np.ndarray) -> float:
         z = data @ w
         return np.logaddexp(0.0, -z).sum()
 
-    def neg_grad_sums(self, data, w, pool, threads):
+    def neg_grad_sums(self, data: np.ndarray, w: np.ndarray, pool, threads: int) -> np.ndarray:
         """z^T sigmoid(-z w), shape (d, B), one pass over z = data (n, d), row blocks of at
         most _CELLS margins; the elementwise part is split over threads."""
         n = data.shape[0]
@@ -167,7 +168,8 @@ class BinaryLogistic(GLMFamily):
             g += blk.T @ mar
         return g
 
-    def grad_hess(self, data, w, r):
+    def grad_hess(self, data: np.ndarray, w: np.ndarray, r: float):
+        """(-r u^T sigmoid(-u w), r u^T diag(s (1 - s)) u) at one w (d,)."""
         from scipy.linalg import blas
 
         z = data @ w
@@ -205,16 +207,17 @@ class MultinomialLogistic(GLMFamily):
     def __repr__(self) -> str:
         return f"MultinomialLogistic({self.outputs})"
 
-    def prepare(self, x, y):
+    def prepare(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return (np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.int64))
 
-    def n_rows(self, data) -> int:
+    def n_rows(self, data: tuple) -> int:
         return int(data[0].shape[0])
 
     def _block_rows(self, cols: int) -> int:
         return max(64, _CELLS // max(1, cols))
 
-    def loss_sums(self, data, w, threads):
+    def loss_sums(self, data: tuple, w: np.ndarray, threads: int) -> np.ndarray:
+        """(B,) loss sums for the rows of w (B, d K); row blocks of <= _CELLS scores."""
         x, y = data
         n, d = x.shape
         k = self.outputs
@@ -228,10 +231,11 @@ class MultinomialLogistic(GLMFamily):
             total += (special.logsumexp(z, axis=2) - picked).sum(axis=0)
         return total
 
-    def loss(self, data, w):
+    def loss(self, data: tuple, w: np.ndarray) -> float:
         return float(self.loss_sums(data, w[None, :], 1)[0])
 
-    def neg_grad_sums(self, data, w, pool, threads):
+    def neg_grad_sums(self, data: tuple, w: np.ndarray, pool, threads: int) -> np.ndarray:
+        """(d K, B): -sum_i x_i (softmax(W_b^T x_i) - e_(y_i)), flattened row-major."""
         x, y = data
         n, d = x.shape
         k = self.outputs
@@ -252,7 +256,9 @@ class MultinomialLogistic(GLMFamily):
             g -= blk.T @ s.reshape(-1, b * k)
         return np.ascontiguousarray(g.reshape(d, b, k).transpose(0, 2, 1).reshape(d * k, b))
 
-    def grad_hess(self, data, w, r):
+    def grad_hess(self, data: tuple, w: np.ndarray, r: float):
+        """r sum_i x_i (s_i - e_(y_i)) and r sum_i (diag(s_i) - s_i s_i^T) kron x_i x_i^T
+        (in the row-major flattening: entry ((a, j), (b, l))), in row blocks."""
         x, y = data
         n, d = x.shape
         k = self.outputs

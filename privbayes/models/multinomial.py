@@ -150,8 +150,14 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
 
     # -- certificates -------------------------------------------------------------------
     def rdp(
-        self, n, orders, r: float = 1.0, m: float = 1.0, method: str = "diffused", sampler=None
-    ):
+        self,
+        n,
+        orders,
+        r: float = 1.0,
+        m: float = 1.0,
+        method: str = "diffused",
+        sampler: dict | None = None,
+    ) -> np.ndarray:
         """Certified RDP curve (docs/multinomial.md §3; backend="langevin": §4); shaped
         like ``orders``. ``method="ops"`` is refused (ValueError)."""
         mechanisms.check_method(method, MULTINOMIAL_METHODS)

@@ -1,5 +1,8 @@
 """Mode-fitted independence Metropolis–Hastings (IMH) for the logistic-regression posteriors.
 
+(Generic over the GLM family, privbayes.models.glm_family: softmax regression uses its loss
+and block Hessian, docs/multinomial.md §4; written below for the binary loss.)
+
 Target (docs/glm.md): log pi(w) = -r sum_i log(1 + exp(-y_i x_i.w)) - (prec / 2) ||w||^2,
 prec = n beta / m; OPS restricts it to ||w|| <= R, which we apply by rejection.
 

@@ -1,4 +1,8 @@
-"""Certified noisy gradient descent (unadjusted Langevin) for Gaussian-prior logistic regression.
+"""Certified noisy gradient descent (unadjusted Langevin) for Gaussian-prior GLMs.
+
+Written below for binary logistic regression; any GLM family (privbayes.models.glm_family)
+runs the same way with its own loss gradient, its sensitivity G (s = eta r G) and its
+curvature bound k (L = r n c^2 k + prec): softmax regression in docs/multinomial.md §4.
 
 The mechanism (docs/langevin.md): with U(w) = r sum_i log(1 + exp(-y_i x_i.w)) + (prec/2)||w||^2,
 prec = n beta / m, run from the fixed start w_0 = 0
