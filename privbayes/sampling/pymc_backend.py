@@ -55,7 +55,7 @@ class _QuietPyMC(logging.Filter):
 _QUIET = _QuietPyMC()
 logging.getLogger("pymc").addFilter(_QUIET)
 logging.getLogger("pymc.sampling.mcmc").addFilter(_QUIET)
-_CACHE: dict[tuple[int, float, int], _Compiled] = {}
+_CACHE: dict[tuple, _Compiled] = {}  # (d, target_accept[, K for softmax regression])
 _CACHE_LOCK = threading.Lock()
 
 
@@ -67,7 +67,7 @@ class _Compiled:
 
 
 def _compiled(d: int, target_accept: float, classes: int = 0) -> _Compiled:
-    key = (d, target_accept, classes)
+    key = (d, target_accept) if classes == 0 else (d, target_accept, classes)
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE[key] = _build(d, target_accept, classes)
