@@ -59,6 +59,11 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         released nothing.
     dataset : the budget's name in the ledger (required with ``ledger``).
     note : text stored with each charge (default "PrivateLogisticRegression.fit").
+    classes : None (default: the labels found in y, scikit-learn's convention) or the public
+        list of classes. Reading the classes from y makes the number of classes, and so the
+        model, depend on the data: a class present in one data set and absent from its
+        neighbour changes K. With ``classes`` given, K is public, classes absent from y are
+        fine, and a label outside ``classes`` is refused (ValueError naming its index).
 
     Every ``fit`` is a new release on the data it is given. ``cross_val_score(est, X, y,
     cv=k)`` fits k times on overlapping data, and a grid search over g settings fits
@@ -102,6 +107,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         ledger=None,
         dataset: str | None = None,
         note: str | None = None,
+        classes=None,
     ) -> None:
         self.lam = lam
         self.eps = eps
@@ -121,6 +127,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.ledger = ledger
         self.dataset = dataset
         self.note = note
+        self.classes = classes
 
     def __sklearn_clone__(self):
         """clone(), with a :class:`privbayes.Ledger` instance shared rather than copied: it
@@ -143,7 +150,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         """Release ``n_samples`` private posterior draws and average them. Returns self."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        if self.classes is None:
+            self.classes_ = np.unique(y)
+        else:
+            self.classes_ = _public_classes(self.classes, y)
         n_classes = self.classes_.size
         if n_classes < 2:
             raise ValueError(
@@ -254,6 +264,19 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _public_classes(classes, y: np.ndarray) -> np.ndarray:
+    """The public ``classes`` (sorted, distinct), after checking every label of y is one."""
+    out = np.unique(np.asarray(classes))
+    if out.size != len(classes):
+        raise ValueError(f"classes must be distinct; got {classes!r}")
+    bad = ~np.isin(y, out)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        label = np.asarray(y)[i : i + 1].tolist()[0]  # a plain Python value for the message
+        raise ValueError(f"y[{i}] = {label!r} is not one of classes={out.tolist()!r}")
+    return out
 
 
 def _open_ledger(ledger):

@@ -406,3 +406,20 @@ def test_langevin_certificate_bounds_the_exact_law_of_the_output():
         assert half < rho
     print(f"multinomial Langevin: largest exact D_lam / certificate = {worst:.3f}")
     assert worst > 0.05
+
+
+def test_estimator_public_classes():
+    """classes= fixes K in advance: a class absent from y is fine (K stays public), a label
+    outside the list is refused."""
+    x, y = _data(n=200, d=2, k=4, seed=4)
+    x = x * 0.9
+    y = np.where(y == 3, 2, y)  # class 3 absent from the data
+    est = pb.PrivateLogisticRegression(eps=4.0, random_state=0, classes=[0, 1, 2, 3]).fit(x, y)
+    assert list(est.classes_) == [0, 1, 2, 3] and est.coef_.shape == (4, 2)
+    assert est.predict_proba(x).shape == (200, 4)
+    default = pb.PrivateLogisticRegression(eps=4.0, random_state=0).fit(x, y)
+    assert default.coef_.shape == (3, 2)  # scikit-learn's convention: the labels in y
+    with pytest.raises(ValueError, match=r"y\[\d+\] = 2 is not one of classes"):
+        pb.PrivateLogisticRegression(classes=[0, 1]).fit(x, y)
+    two = pb.PrivateLogisticRegression(eps=4.0, random_state=0, classes=[0, 1])
+    assert two.fit(x[y < 2], y[y < 2]).coef_.shape == (1, 2)
