@@ -32,6 +32,7 @@ _LAZY = {
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
     "GammaPoisson": (".models", "GammaPoisson"),
+    "MultinomialLogisticRegression": (".models", "MultinomialLogisticRegression"),
     "NormalKnownVariance": (".models", "NormalKnownVariance"),
     "Calibration": (".calibration", "Calibration"),
     "calibrate": (".calibration", "calibrate"),
@@ -65,6 +66,7 @@ __all__ = [
     "GammaPoisson",
     "InfeasiblePrivacyError",
     "Ledger",
+    "MultinomialLogisticRegression",
     "NormalKnownVariance",
     "PrivBayesError",
     "PrivateLogisticRegression",
@@ -116,6 +118,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
         BetaBernoulli,
         DirichletCategorical,
         GammaPoisson,
+        MultinomialLogisticRegression,
         NormalKnownVariance,
     )
     from .release import PrivateSample, release_query, sample

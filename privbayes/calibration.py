@@ -143,7 +143,12 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     if getattr(model, "backend", None) == "auto":
         # without d: the certificate of exact posterior draws, which also bounds Langevin's
         # at the same knobs (docs/langevin.md, Theorem 1)
-        model = model.with_backend("exact") if d is None else model._resolve(n, d, lam, eps, method)
+        # (a model whose choice needs no d, e.g. MultinomialLogisticRegression -> langevin,
+        # resolves as sample() would)
+        if d is None and not getattr(model, "resolves_without_d", False):
+            model = model.with_backend("exact")
+        else:
+            model = model._resolve(n, d, lam, eps, method)
     return model._calibrate(n, lam, eps, method)
 
 

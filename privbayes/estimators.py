@@ -11,12 +11,19 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .models.logistic import GLM_METHODS, BayesianLogisticRegression
+from .models.multinomial import MULTINOMIAL_METHODS, MultinomialLogisticRegression
 from .preprocessing import clip_rows
 from .release import sample
 
 
 class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
-    """Binary logistic regression fitted by private posterior sampling.
+    """Logistic regression (binary or K-class softmax) fitted by private posterior sampling.
+
+    Two classes: :class:`privbayes.BayesianLogisticRegression` (one weight vector). K > 2
+    classes: :class:`privbayes.MultinomialLogisticRegression` (one weight column per class,
+    labels mapped to 0..K-1 in the order of ``classes_``; docs/multinomial.md). The
+    classes are read from y, as scikit-learn does: K is public only if the set of labels
+    is (pass data whose label set is fixed in advance).
 
     Parameters
     ----------
@@ -24,7 +31,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     eps : float > 0, the *total* eps at ``lam`` for the whole fit (nats). With
         ``n_samples`` = k, each release is calibrated to eps / k and RDP composition adds
         them up; ``privacy_`` reports the sum.
-    method : "diffused", "concentrated", "direct" or "ops".
+    method : "diffused", "concentrated", "direct" or "ops" ("ops": two classes only).
     beta : prior precision per record, w ~ N(0, (n beta)^-1 I).
     c : public bound on the norm of a row *including* the intercept column (the
         :class:`privbayes.BayesianLogisticRegression` that each fit builds appends it).
@@ -37,9 +44,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         (row-wise, so the guarantee holds for the clipped data).
     random_state : None (OS entropy), an int, or a RandomState/Generator.
     backend : "auto" (default: the cheaper certified back-end, "exact" or "langevin", chosen
-        from public inputs), "exact", "langevin", or the approximate MCMC back-ends "imh"
-        and "pymc" (:class:`privbayes.BayesianLogisticRegression`; ``privacy_["guarantee"]``
-        says which guarantee the fit carries).
+        from public inputs; "langevin" for K > 2), "exact" (two classes only), "langevin",
+        or the approximate MCMC back-ends "imh" and "pymc"
+        (:class:`privbayes.BayesianLogisticRegression`; ``privacy_["guarantee"]`` says which
+        guarantee the fit carries).
     tune, draws, chains : MCMC settings; None for the back-end's defaults
         (:class:`privbayes.BayesianLogisticRegression`).
     on_bad_diagnostics : "raise" (default) or "warn", as in :func:`privbayes.sample`.
@@ -51,6 +59,11 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         released nothing.
     dataset : the budget's name in the ledger (required with ``ledger``).
     note : text stored with each charge (default "PrivateLogisticRegression.fit").
+    classes : None (default: the labels found in y, scikit-learn's convention) or the public
+        list of classes. Reading the classes from y makes the number of classes, and so the
+        model, depend on the data: a class present in one data set and absent from its
+        neighbour changes K. With ``classes`` given, K is public, classes absent from y are
+        fine, and a label outside ``classes`` is refused (ValueError naming its index).
 
     Every ``fit`` is a new release on the data it is given. ``cross_val_score(est, X, y,
     cv=k)`` fits k times on overlapping data, and a grid search over g settings fits
@@ -60,14 +73,17 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : (1, n_features), intercept_ : (1,), classes_ : (2,), n_features_in_ : int,
+    coef_ : (1, n_features) for two classes, (K, n_features) for K > 2; intercept_ : (1,)
+        or (K,); classes_ : (K,); n_features_in_ : int,
     privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples,
         the back-end used, its guarantee ("exact", "algorithm", "approximate") and tv.
-    samples_ : (n_samples, n_features + fit_intercept) the released draws (weights, then
-        the intercept itself when ``fit_intercept``).
+    samples_ : the released draws: (n_samples, n_features + fit_intercept) for two classes
+        (weights, then the intercept itself when ``fit_intercept``), (n_samples,
+        n_features + fit_intercept, K) for K > 2 (the last row the intercepts).
     calibration_ : the Calibration of each release (public: r, m, eps at lam).
 
-    Raises ValueError for more than two classes, one class, NaN/inf, rows over the bound;
+    Raises ValueError for one class, NaN/inf, rows over the bound, method="ops" or
+    backend="exact" with K > 2;
     with a ledger, BudgetExceededError, and KeyError when ``dataset`` has no budget.
     """
 
@@ -91,6 +107,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         ledger=None,
         dataset: str | None = None,
         note: str | None = None,
+        classes=None,
     ) -> None:
         self.lam = lam
         self.eps = eps
@@ -110,6 +127,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.ledger = ledger
         self.dataset = dataset
         self.note = note
+        self.classes = classes
 
     def __sklearn_clone__(self):
         """clone(), with a :class:`privbayes.Ledger` instance shared rather than copied: it
@@ -123,7 +141,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         tags.classifier_tags.poor_score = True  # a private model may be a weak one
         tags.non_deterministic = self.random_state is None
         return tags
@@ -132,11 +150,14 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         """Release ``n_samples`` private posterior draws and average them. Returns self."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
+        if self.classes is None:
+            self.classes_ = np.unique(y)
+        else:
+            self.classes_ = _public_classes(self.classes, y)
+        n_classes = self.classes_.size
+        if n_classes < 2:
             raise ValueError(
-                "Only binary classification is supported by PrivateLogisticRegression; "
-                f"y has {self.classes_.size} class(es)"
+                f"y has {n_classes} class; PrivateLogisticRegression needs at least two classes"
             )
         if (
             isinstance(self.n_samples, bool)
@@ -149,24 +170,29 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
                 f"n_samples must be at most {BayesianLogisticRegression.max_size} (one MCMC "
                 f"chain per draw); got {self.n_samples!r}"
             )
-        if self.method not in GLM_METHODS:
-            raise ValueError(f"method must be one of {GLM_METHODS}; got {self.method!r}")
+        methods = GLM_METHODS if n_classes == 2 else MULTINOMIAL_METHODS
+        if self.method not in methods:
+            more = "" if n_classes == 2 else f" with {n_classes} classes"
+            raise ValueError(f"method must be one of {methods}{more}; got {self.method!r}")
         k = int(self.n_samples)
         # The model appends the intercept column and checks the bound: one code path for
         # sample(), the command line and this estimator.
-        model = BayesianLogisticRegression(
-            self.beta,
-            self.c,
-            backend=self.backend,
-            tune=self.tune,
-            draws=self.draws,
-            chains=self.chains,
-            fit_intercept=bool(self.fit_intercept),
-            intercept_scaling=self.intercept_scaling if self.fit_intercept else None,
-        )
+        options = {
+            "backend": self.backend,
+            "tune": self.tune,
+            "draws": self.draws,
+            "chains": self.chains,
+            "fit_intercept": bool(self.fit_intercept),
+            "intercept_scaling": self.intercept_scaling if self.fit_intercept else None,
+        }
+        if n_classes == 2:
+            model = BayesianLogisticRegression(self.beta, self.c, **options)
+            labels = (y == self.classes_[1]).astype(float)
+        else:
+            model = MultinomialLogisticRegression(self.beta, self.c, int(n_classes), **options)
+            labels = np.searchsorted(self.classes_, y).astype(float)
         if self.clip:
             X = clip_rows(X, model.feature_bound)
-        labels = (y == self.classes_[1]).astype(float)
         ledger, close = _open_ledger(self.ledger)
         if self.random_state is None or isinstance(self.random_state, np.random.Generator):
             rng = np.random.default_rng(self.random_state)  # OS entropy, or a child stream
@@ -192,8 +218,12 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.samples_ = np.array(release.value)
         w = self.samples_.mean(axis=0)
         d = X.shape[1]
-        self.coef_ = w[:d].reshape(1, d)
-        self.intercept_ = np.array([w[d]]) if self.fit_intercept else np.zeros(1)
+        if n_classes == 2:
+            self.coef_ = w[:d].reshape(1, d)
+            self.intercept_ = np.array([w[d]]) if self.fit_intercept else np.zeros(1)
+        else:  # w: (d + fit_intercept, K)
+            self.coef_ = np.ascontiguousarray(w[:d].T)
+            self.intercept_ = w[d].copy() if self.fit_intercept else np.zeros(n_classes)
         self.calibration_ = release.calibration
         self.privacy_ = {
             "method": self.method,
@@ -209,20 +239,44 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X) -> np.ndarray:
-        """w.x + b for each row, shape (n,)."""
+        """Scores: w.x + b, shape (n,), for two classes; x.W_k + b_k, shape (n, K), for
+        K > 2 (scikit-learn's convention)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_[0] + self.intercept_[0]
+        if self.coef_.shape[0] == 1:
+            return X @ self.coef_[0] + self.intercept_[0]
+        return X @ self.coef_.T + self.intercept_
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, shape (n, 2), columns in the order of ``classes_``."""
-        p = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
+        """Class probabilities, shape (n, K), columns in the order of ``classes_``
+        (softmax of the scores for K > 2)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = 1.0 / (1.0 + np.exp(-scores))
+            return np.column_stack([1.0 - p, p])
+        from scipy.special import softmax
+
+        return softmax(scores, axis=1)
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels, shape (n,)."""
-        positive = self.decision_function(X) > 0
-        return self.classes_[positive.astype(int)]
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _public_classes(classes, y: np.ndarray) -> np.ndarray:
+    """The public ``classes`` (sorted, distinct), after checking every label of y is one."""
+    out = np.unique(np.asarray(classes))
+    if out.size != len(classes):
+        raise ValueError(f"classes must be distinct; got {classes!r}")
+    bad = ~np.isin(y, out)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        label = np.asarray(y)[i : i + 1].tolist()[0]  # a plain Python value for the message
+        raise ValueError(f"y[{i}] = {label!r} is not one of classes={out.tolist()!r}")
+    return out
 
 
 def _open_ledger(ledger):

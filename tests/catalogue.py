@@ -389,6 +389,35 @@ CATALOGUE = [
         ],
         knob_attrs=("beta", "c", "radius"),
     ),
+    Entry(
+        "multinomial",
+        lambda: pb.MultinomialLogisticRegression(beta=0.5, c=1.0, n_classes=3),
+        8,
+        lambda rng, n: (
+            np.clip(rng.normal(0, 0.4, (n, 2)), -0.7, 0.7),
+            rng.integers(0, 3, n).astype(float),
+        ),
+        bad_data=[
+            ((np.full((2, 2), 2.0), np.ones(2)), ValueError, "norm > c"),
+            ((np.zeros((2, 2)), np.array([1.0, 3.0])), ValueError, r"n_classes=3.*y\[1\] = 3"),
+            ((np.zeros((2, 2)), np.array([0.0, 1.5])), ValueError, r"y\[1\] = 1.5"),
+            ((np.zeros((2, 2)), np.array([-1.0, 1.0])), ValueError, r"y\[0\] = -1"),
+            ((np.zeros((2, 2)), np.ones(3)), ValueError, "y must have shape"),
+        ],
+        bad_params=[
+            (lambda: pb.MultinomialLogisticRegression(0, 1.0, 3), ValueError, "beta"),
+            (lambda: pb.MultinomialLogisticRegression(0.1, -1.0, 3), ValueError, "c"),
+            (lambda: pb.MultinomialLogisticRegression(0.1, np.nan, 3), ValueError, "c"),
+            (lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 1), ValueError, "n_classes"),
+            (lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 2.5), ValueError, "n_classes"),
+            (
+                lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 3, backend="exact"),
+                ValueError,
+                "binary logistic regression only",
+            ),
+        ],
+        knob_attrs=("beta", "c", "n_classes"),
+    ),
 ]
 
 BY_NAME = {e.name: e for e in CATALOGUE}

@@ -25,7 +25,9 @@ from privbayes.models.base import Model
 
 NOT_EXACT = {
     "logistic": "a GLM (docs/glm.md): its analytic bound is tested in test_glm_bound.py, its "
-    "back-ends in test_glm_exact.py, test_glm_langevin.py, test_glm_imh.py, test_glm_sampling.py"
+    "back-ends in test_glm_exact.py, test_glm_langevin.py, test_glm_imh.py, test_glm_sampling.py",
+    "multinomial": "a GLM (docs/multinomial.md): its bound is tested by quadrature in "
+    "test_glm_multinomial.py, its back-ends (Langevin, IMH, NUTS) there too",
 }
 # The certificates cover the rounding of the sampler's parameters; the evaluation error of
 # the closed forms themselves (log-gamma second differences: up to ~1e-11 relative,

@@ -185,6 +185,30 @@ def test_logistic_regression_quick(tmp_path):
     )
 
 
+MNIST = _have(
+    *[
+        ("mnist", f"{p}-{k}-idx{i}-ubyte.gz")
+        for p in ("train", "t10k")
+        for k, i in (("images", 3), ("labels", 1))
+    ]
+)
+
+
+@pytest.mark.skipif(not MNIST, reason="MNIST files not available (data/README.md)")
+def test_mnist_multiclass_quick(tmp_path):
+    _run("mnist_multiclass.py", tmp_path)
+    rows = _check_outputs(
+        tmp_path,
+        "mnist_multiclass",
+        "trial method lam eps certified_eps r m steps accuracy seconds".split(),
+        {"diffused", "concentrated", "nonprivate", "map"},
+    )
+    for r in rows:
+        assert 0.1 < float(r["accuracy"]) <= 1  # ten classes: chance is 0.1
+        if r["method"] in ("diffused", "concentrated"):
+            assert float(r["certified_eps"]) <= float(r["eps"])
+
+
 def test_report_sections_are_replaced(tmp_path):
     report = tmp_path / "REPORT.md"
     C.replace_report_section(report, "a", "## A\nfirst")

@@ -250,3 +250,21 @@ def test_estimator_accepts_a_generator_and_names_the_intercept_bound():
     assert est.fit(X, y).coef_.shape == (1, 2)
     with pytest.raises(ValueError, match="sqrt"):
         pb.PrivateLogisticRegression().fit(pb.preprocessing.normalize_rows(X, 0.95), y)
+
+
+def test_pymc_softmax_regression_matches_imh():
+    """backend="pymc" for MultinomialLogisticRegression (its own compiled model, key
+    (d, target_accept, K)): posterior means of the class contrasts against IMH's."""
+    rng = np.random.default_rng(0)
+    x = pb.preprocessing.clip_rows(rng.normal(size=(120, 2)) * 0.4, 1.0)
+    y = np.argmax(x @ rng.normal(size=(2, 3)) * 4 + rng.gumbel(size=(120, 3)), axis=1)
+    nuts = pb.MultinomialLogisticRegression(0.05, 1.0, 3, backend="pymc", tune=300, draws=300)
+    draws, diag = pymc_backend.posterior_draws(nuts, (x, y), 1.0, 1.0, np.random.default_rng(1))
+    assert draws.shape == (4, 300, 6) and diag["rhat_max"] < 1.02
+    assert (2, nuts.target_accept, 3) in pymc_backend._CACHE
+    imh = pb.MultinomialLogisticRegression(0.05, 1.0, 3, backend="imh")
+    ref = pb.sample(imh, (x, y), 2.0, 1e4, size=400, rng=2).value  # r = 1: the posterior
+    a = draws.reshape(-1, 2, 3)
+    da, db = a - a[..., :1], ref - ref[..., :1]
+    se = np.sqrt(da.var(axis=0) / 300 + db.var(axis=0) / 400)  # NUTS draws: ESS ~ 1/4
+    assert (np.abs(da.mean(axis=0) - db.mean(axis=0)) <= 5 * se + 1e-9).all()

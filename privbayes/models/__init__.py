@@ -8,6 +8,7 @@ from .beta_bernoulli import BetaBernoulli, MeanQuery
 from .dirichlet_categorical import DirichletCategorical
 from .gamma_poisson import GammaPoisson
 from .logistic import BayesianLogisticRegression
+from .multinomial import MultinomialLogisticRegression
 from .normal import NormalKnownVariance
 
 __all__ = [
@@ -17,5 +18,6 @@ __all__ = [
     "GammaPoisson",
     "MeanQuery",
     "Model",
+    "MultinomialLogisticRegression",
     "NormalKnownVariance",
 ]

@@ -34,6 +34,7 @@ from ..certified import pure_dp_rdp_upper, round_down, round_up
 from ..errors import InfeasiblePrivacyError
 from ..validation import as_numeric_array, check_n, check_positive, check_unit_knob
 from ._frozen import Frozen
+from .glm_family import BINARY_LOGISTIC
 
 GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 # What each back-end's certificate covers (README, "Which guarantee a release carries"):
@@ -157,6 +158,7 @@ class BayesianLogisticRegression(Frozen):
     """
 
     methods = GLM_METHODS
+    family = BINARY_LOGISTIC  # the GLM family: loss, gradient, Hessian and constants
     max_size = 100_000  # releases per sample(..., size=k) call: one chain each
 
     def __init__(
@@ -311,6 +313,7 @@ class BayesianLogisticRegression(Frozen):
         k = size or 1
         exact_model, exact_cost, why = self.with_backend("exact"), math.inf, ""
         try:
+            exact.check_family(self.family)
             cal = exact_model._calibrate(n, lam, eps, method)
             if n > 0:
                 proposals, _ = exact.exact_feasibility(
@@ -361,6 +364,7 @@ class BayesianLogisticRegression(Frozen):
             return 0.0
         from ..sampling import exact
 
+        exact.check_family(self.family)
         delta_f = self.delta_f or exact.DELTA_F
         exact.exact_feasibility(
             n, d, self.beta, self.c_bound, cal.r, cal.m, method=cal.method,
@@ -386,12 +390,7 @@ class BayesianLogisticRegression(Frozen):
             raise ValueError(f"y must have shape ({x.shape[0]},) to match X; got {y.shape}")
         if x.shape[0] == 0:
             raise ValueError("X has n = 0 rows: the prior N(0, (n beta)^-1 I) is improper at n = 0")
-        if not (np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all()):
-            odd = ~np.isin(y, [-1.0, 0.0, 1.0])
-            i = int(np.flatnonzero(odd if odd.any() else y == 0)[0])
-            raise ValueError(
-                f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {float(y[i])!r}"
-            )
+        self._check_labels(y)
         if self.fit_intercept:  # the certificate's bound c covers the row [x, s]
             x = np.hstack([x, np.full((x.shape[0], 1), self.intercept_scaling)])
         if x.shape[1] > MAX_FEATURES:
@@ -411,8 +410,20 @@ class BayesianLogisticRegression(Frozen):
                 f"{over.size} row(s) of X have norm > {bound} (first: {first}); scale by a "
                 "public bound or clip rows with privbayes.preprocessing"
             )
-        y = np.where(y > 0, 1.0, -1.0)
-        return (x, y), int(x.shape[0])
+        return (x, self._labels(y)), int(x.shape[0])
+
+    def _check_labels(self, y: np.ndarray) -> None:
+        """Labels in {0, 1} or {-1, +1} (ValueError naming the first bad index)."""
+        if not (np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all()):
+            odd = ~np.isin(y, [-1.0, 0.0, 1.0])
+            i = int(np.flatnonzero(odd if odd.any() else y == 0)[0])
+            raise ValueError(
+                f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {float(y[i])!r}"
+            )
+
+    def _labels(self, y: np.ndarray) -> np.ndarray:
+        """Checked labels as the family's kernels take them: {-1, +1}."""
+        return np.where(y > 0, 1.0, -1.0)
 
     def _released(self, value: np.ndarray) -> np.ndarray:
         """The draw as released: with an intercept, its last entry times s is the bias b."""
@@ -489,11 +500,13 @@ class BayesianLogisticRegression(Frozen):
         return n * self.beta / m
 
     def _rho_exact(self, n: int, r: float = 1.0, m: float = 1.0) -> Fraction | None:
-        """2 c^2 r^2 / prec exactly, prec the samplers' float n*beta/m (None: overflow)."""
+        """G^2 r^2 / (2 prec) exactly, G^2 = family.sensitivity_sq c^2 (binary: 2 c^2 r^2 /
+        prec), prec the samplers' float n*beta/m (None: overflow)."""
         prec = self._prior_precision(n, m)
         if not (math.isfinite(prec) and prec > 0):
             return None
-        return 2 * self._c_cert() ** 2 * Fraction(r) ** 2 / Fraction(prec)
+        half = self.family.sensitivity_sq / 2
+        return half * self._c_cert() ** 2 * Fraction(r) ** 2 / Fraction(prec)
 
     def _rho(self, n: int, r: float = 1.0, m: float = 1.0) -> float:
         """The zCDP constant 2 c^2 r^2 / (n beta / m), rounded up (inf on overflow)."""

@@ -110,6 +110,20 @@ class EnvelopeViolationError(PrivBayesError, RuntimeError):
     bound. This is a bug in privbayes (the envelope or its proof): nothing was released."""
 
 
+def check_family(family) -> None:
+    """The exact back-end's envelope is proven for binary logistic regression only
+    (docs/exact.md; docs/multinomial.md §6): any other GLM family is refused, from public
+    inputs, with ExactInfeasibleError."""
+    from ..models.glm_family import BINARY_LOGISTIC
+
+    if family is not None and family is not BINARY_LOGISTIC:
+        raise ExactInfeasibleError(
+            f"backend='exact' is proven for binary logistic regression only, not for the "
+            f"{family.name} family (no proven envelope: docs/multinomial.md §6); use "
+            "backend='langevin' (certified) or 'imh' (approximate)"
+        )
+
+
 # -- the public plan -------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class ExactPlan:
@@ -762,6 +776,7 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
     ExactSamplingError (fewer than ``size`` accepted; probability <= delta_f),
     SamplingError (the Newton fit could not be certified), EnvelopeViolationError (a bug).
     """
+    check_family(getattr(model, "family", None))
     x, y = xy
     n, d = x.shape
     k = size or 1

@@ -1,5 +1,8 @@
 """Mode-fitted independence Metropolis–Hastings (IMH) for the logistic-regression posteriors.
 
+(Generic over the GLM family, privbayes.models.glm_family: softmax regression uses its loss
+and block Hessian, docs/multinomial.md §4; written below for the binary loss.)
+
 Target (docs/glm.md): log pi(w) = -r sum_i log(1 + exp(-y_i x_i.w)) - (prec / 2) ||w||^2,
 prec = n beta / m; OPS restricts it to ||w|| <= R, which we apply by rejection.
 
@@ -26,14 +29,13 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, special
-from scipy.linalg import blas
 
 from ..errors import ConvergenceError, SamplingError
+from ..models.glm_family import BINARY_LOGISTIC, softplus_sum
 from . import diagnostics
 
 NU = 5.0  # t component's degrees of freedom: heavy tails, so the weights stay bounded
@@ -66,72 +68,45 @@ def _threads() -> int:
         return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _softplus_sum(z: np.ndarray) -> np.ndarray:
-    """Column sums of log(1 + exp(-z)), without overflow; overwrites z."""
-    a = np.abs(z)
-    np.negative(a, out=a)
-    np.exp(a, out=a)
-    np.log1p(a, out=a)
-    np.minimum(z, 0.0, out=z)
-    a -= z  # log1p(exp(-|z|)) + max(-z, 0)
-    return a.sum(axis=0)
+_softplus_sum = softplus_sum  # the binary family's kernel (kept under its old name)
 
 
 class Target:
     """The tempered (and for OPS truncated) posterior; log density up to a constant.
 
-    x : (n, d) features, y : (n,) labels in {-1, +1}, r : likelihood weight (OPS: t),
-    prec : prior precision n beta / m. (OPS's ball is applied by rejection, outside.)
+    x : (n, d) features, y : (n,) labels (binary: {-1, +1}), r : likelihood weight (OPS:
+    t), prec : prior precision n beta / m, family : the GLM family (default binary
+    logistic; privbayes.models.glm_family). The parameter has P = d * family.outputs
+    entries. (OPS's ball is applied by rejection, outside.)
     """
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, r: float, prec: float):
-        self.xy = np.ascontiguousarray(x * y[:, None], dtype=np.float64)  # y^2 = 1
+    def __init__(self, x: np.ndarray, y: np.ndarray, r: float, prec: float, family=None):
+        self.family = BINARY_LOGISTIC if family is None else family
+        self.data = self.family.prepare(x, y)
+        if self.family is BINARY_LOGISTIC:
+            self.xy = self.data
         self.r, self.prec = float(r), float(prec)
-        self.n, self.d = self.xy.shape
+        self.n = self.family.n_rows(self.data)
+        self.d = int(x.shape[1]) * self.family.outputs  # the parameter's dimension P
         self.threads = _threads()
 
     def log_density(self, w: np.ndarray) -> np.ndarray:
-        """log pi at the rows of w, shape (B, d) -> (B,)."""
+        """log pi at the rows of w, shape (B, P) -> (B,)."""
         return -self.r * self._loss(w) - 0.5 * self.prec * np.einsum("ij,ij->i", w, w)
 
     def _loss(self, w: np.ndarray) -> np.ndarray:
-        """sum_i log(1 + exp(-y_i x_i.w)) for each row of w: one pass over X.
-
-        Per row block, the margins come from one matrix product in this thread (BLAS
-        threads as configured); the softplus sums, single-threaded in numpy, are split over
-        ``self.threads`` threads. (No process-wide BLAS limit is touched: concurrent
-        releases must not change each other's thread settings.)
-        """
-        rows = max(256, _CELLS // max(1, w.shape[0]))
-        wt = np.ascontiguousarray(w.T)
-        total = np.zeros(w.shape[0])
-        pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
-        try:
-            for start in range(0, self.n, rows):
-                z = self.xy[start : start + rows] @ wt  # margins y x.w, (rows, B)
-                if pool is None or z.shape[0] < 512:
-                    total += _softplus_sum(z)
-                else:
-                    step = -(-z.shape[0] // self.threads)
-                    parts = [z[i : i + step] for i in range(0, z.shape[0], step)]
-                    for part in pool.map(_softplus_sum, parts):
-                        total += part
-        finally:
-            if pool is not None:
-                pool.shutdown()
-        return total
+        """sum_i loss(w; x_i, y_i) for each row of w: one pass over X (the family's kernel:
+        row blocks, the elementwise part split over ``self.threads`` threads; no
+        process-wide BLAS limit is touched)."""
+        return self.family.loss_sums(self.data, w, self.threads)
 
     def mode(self, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
         """(w_hat, Cholesky factor L of H = L L^T) by damped Newton on -log pi (untruncated)."""
         w = np.zeros(self.d)
         f = self._neg(w)
         for _ in range(max_iter):
-            z = self.xy @ w
-            s = special.expit(-z)
-            g = -self.r * (self.xy.T @ s) + self.prec * w
-            a = self.xy * np.sqrt(self.r * s * (1.0 - s))[:, None]
-            upper = blas.dsyrk(1.0, a.T, trans=0)  # a^T a (upper); ~8x a plain matmul here
-            hess = np.triu(upper) + np.triu(upper, 1).T
+            g, hess = self.family.grad_hess(self.data, w, self.r)
+            g = g + self.prec * w
             hess[np.diag_indices(self.d)] += self.prec
             try:
                 chol = linalg.cholesky(hess, lower=True)
@@ -155,8 +130,7 @@ class Target:
         raise SamplingError("Newton's method did not find the posterior mode in 100 steps")
 
     def _neg(self, w: np.ndarray) -> float:
-        z = self.xy @ w
-        return float(self.r * np.logaddexp(0.0, -z).sum() + 0.5 * self.prec * w @ w)
+        return float(self.r * self.family.loss(self.data, w) + 0.5 * self.prec * w @ w)
 
 
 @dataclass(frozen=True)
@@ -348,7 +322,12 @@ def release_draw(model, xy, cal, rng, *, size=None, on_bad: str = "raise", **_ig
     too little of the posterior.
     """
     x, y = xy
-    target = Target(x, y, cal.r, x.shape[0] * model.beta / cal.m)
+    family = getattr(model, "family", BINARY_LOGISTIC)
+    prec = x.shape[0] * model.beta / cal.m
+    if family is BINARY_LOGISTIC:
+        target = Target(x, y, cal.r, prec)
+    else:
+        target = Target(x, y, cal.r, prec, family)
     w_hat, chol = target.mode()
     proposal = Proposal(w_hat, chol, model.proposal_scale)
     k = size or 1

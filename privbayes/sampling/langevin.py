@@ -1,4 +1,8 @@
-"""Certified noisy gradient descent (unadjusted Langevin) for Gaussian-prior logistic regression.
+"""Certified noisy gradient descent (unadjusted Langevin) for Gaussian-prior GLMs.
+
+Written below for binary logistic regression; any GLM family (privbayes.models.glm_family)
+runs the same way with its own loss gradient, its sensitivity G (s = eta r G) and its
+curvature bound k (L = r n c^2 k + prec): softmax regression in docs/multinomial.md §4.
 
 The mechanism (docs/langevin.md): with U(w) = r sum_i log(1 + exp(-y_i x_i.w)) + (prec/2)||w||^2,
 prec = n beta / m, run from the fixed start w_0 = 0
@@ -38,6 +42,7 @@ import numpy as np
 from .. import mechanisms
 from ..calibration import Calibration, solve_knob, step_down
 from ..errors import InfeasiblePrivacyError
+from ..models.glm_family import BINARY_LOGISTIC, sigmoid_neg
 from .imh import _threads
 
 ALGORITHM = "langevin"
@@ -46,8 +51,6 @@ STEP_SCALE = 0.5  # eta = STEP_SCALE * 2 / (mu + L): about 1/L
 MAX_STEPS = 10_000
 _BITS = 256  # kappa^K is bounded below on a 2^-256 grid (a smaller power only costs 2^-255)
 _CHAIN_BATCH = 256  # chains per pass over X
-_CELLS = 1 << 21  # rows x chains per block of margins (16 MB of float64)
-_SPLIT = 1 << 16  # margins per block below which the elementwise part stays in one thread
 # X is stored column-major: the two products per step then cost 0.5x (one chain) to 0.9x
 # (64 chains) of their row-major CPU time (measured single-threaded, Adult-sized)
 
@@ -61,8 +64,12 @@ def schedule(
     m: float,
     step_scale: float = STEP_SCALE,
     max_steps: int = MAX_STEPS,
+    family=None,
 ) -> dict:
     """The sampler's public parameters for data sets of size ``n`` (no data involved).
+
+    ``family``: the GLM family (default binary logistic), whose Hessian-weight bound k
+    (``family.curvature``: 1/4 binary, 1/2 multinomial) gives L = r n c^2 k + prec.
 
     ``c`` is the certified feature bound (the model's c with its validation slack). Returns
     ``{"algorithm": "langevin", "guarantee": "algorithm", "step": eta, "steps": K,
@@ -76,9 +83,10 @@ def schedule(
     prec = n * beta / m
     if not (math.isfinite(prec) and prec > 0):
         raise ValueError(f"the prior precision n beta / m = {prec!r} is not a positive double")
-    curv = float(r * n * (c * c) / 4.0)  # data part of L (rounding corrected below)
+    k = (BINARY_LOGISTIC if family is None else family).curvature
+    curv = float(r * n * (c * c) * float(k))  # data part of L (rounding corrected below)
     eta = 2.0 * step_scale / (2.0 * prec + curv)
-    lipschitz_sum = 2 * Fraction(prec) + Fraction(r) * n * Fraction(c) ** 2 / 4  # mu + L
+    lipschitz_sum = 2 * Fraction(prec) + Fraction(r) * n * Fraction(c) ** 2 * k  # mu + L
     for _ in range(64):
         if eta > 0 and Fraction(eta) * lipschitz_sum <= 2:
             break
@@ -125,7 +133,7 @@ def _pow_lower(x: Fraction, k: int, bits: int = _BITS) -> Fraction:
     return Fraction(acc, one)
 
 
-def certificate(sampler: dict, n: int, r: float, c: float) -> float:
+def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float:
     """rho with eps(lam) <= lam * rho for every order lam >= 1 (Theorem 1), rounded up.
 
     ``sampler``: the dict from :func:`schedule` (step, steps, noise, prec are used, as the
@@ -133,9 +141,12 @@ def certificate(sampler: dict, n: int, r: float, c: float) -> float:
     ``c`` the certified feature bound. The contraction condition
     step * (2 prec + r n c^2 / 4) <= 2 is checked exactly. kappa^K is bounded from below
     (the bound decreases in it), every other operation is exact, and the result is the
-    smallest double >= the exact bound. Raises ValueError when the condition fails or a
-    parameter is not a positive number.
+    smallest double >= the exact bound. ``family`` (default binary logistic) supplies the
+    sensitivity G^2 = family.sensitivity_sq c^2 (s = eta r G) and the curvature k of the
+    condition step * (2 prec + r n c^2 k) <= 2. Raises ValueError when the condition
+    fails or a parameter is not a positive number.
     """
+    fam = BINARY_LOGISTIC if family is None else family
     try:
         eta, noise, prec = (Fraction(float(sampler[k])) for k in ("step", "noise", "prec"))
         steps = sampler["steps"]
@@ -146,16 +157,16 @@ def certificate(sampler: dict, n: int, r: float, c: float) -> float:
     if not (eta > 0 and noise > 0 and prec > 0):
         raise ValueError(f"step, noise and prec must be > 0; got {sampler!r}")
     fr, fc = Fraction(r), Fraction(c)
-    if eta * (2 * prec + fr * n * fc * fc / 4) > 2:
+    if eta * (2 * prec + fr * n * fc * fc * fam.curvature) > 2:
         raise ValueError(
             "the step violates the contraction condition eta (mu + L) <= 2 "
-            f"(eta = {float(eta):g}, mu = {float(prec):g}, L = r n c^2 / 4 + mu): "
+            f"(eta = {float(eta):g}, mu = {float(prec):g}, L = r n c^2 k + mu): "
             "Theorem 1 of docs/langevin.md does not apply"
         )
     kappa = 1 - eta * prec  # in (0, 1) under the condition
     t = _pow_lower(kappa, int(steps))
-    s = 2 * eta * fr * fc
-    rho = s * s / (2 * noise * noise) * (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
+    s2 = eta * eta * fr * fr * fc * fc * fam.sensitivity_sq  # s^2, s = eta r G
+    rho = s2 / (2 * noise * noise) * (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
     return _round_up(rho)
 
 
@@ -173,10 +184,18 @@ def model_rdp(model, n: int, orders, r: float, m: float, method: str, sampler=No
     ``sampler`` None recomputes the public schedule for (n, r, m).
     """
     _refuse_ops(method)
+    fam = _family(model)
     lam = np.asarray(orders, dtype=float)
     if sampler is None:
-        sampler = schedule(n, model.beta, model._c_cert(), r, m, model.step_scale, model.max_steps)
-    return curve(lam, certificate(sampler, n, r, model._c_cert()))
+        sampler = schedule(
+            n, model.beta, model._c_cert(), r, m, model.step_scale, model.max_steps, fam
+        )
+    return curve(lam, certificate(sampler, n, r, model._c_cert(), fam))
+
+
+def _family(model):
+    """The model's GLM family (binary logistic regression when it declares none)."""
+    return getattr(model, "family", None) or BINARY_LOGISTIC
 
 
 def _refuse_ops(method: str) -> None:
@@ -213,6 +232,7 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
             reachable={"lam": "finite"},
         )
     c = model._c_cert()
+    fam = _family(model)
     evals = 0
 
     def certified(knob: float) -> float:
@@ -220,10 +240,10 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
         evals += 1
         r, m = mechanisms.knobs(method, knob)
         try:
-            sched = schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps)
+            sched = schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps, fam)
         except ValueError:
             return math.inf  # not representable: never certified
-        return float(curve(lam, certificate(sched, n, r, c)))
+        return float(curve(lam, certificate(sched, n, r, c, fam)))
 
     name = mechanisms.KNOB[method] or "knob"
     top = certified(1.0)
@@ -241,50 +261,37 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
         knob, _, _ = solve_knob(certified, eps, 2.0, slope, name)
     knob, achieved = step_down(knob, certified, eps, name)  # the final guard
     r, m = mechanisms.knobs(method, knob)
-    sched = schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps)
+    sched = schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps, fam)
     return Calibration(method, r, m, lam, achieved, eps, n, None, evals, model, sched)
 
 
 # -- the sampler ----------------------------------------------------------------------------
-def _sigmoid_neg(block: np.ndarray) -> None:
-    """block <- sigmoid(-block) = 1 / (1 + exp(block)), in place (exp overflow gives 0)."""
-    with np.errstate(over="ignore"):
-        np.exp(block, out=block)
-    block += 1.0
-    np.reciprocal(block, out=block)
+_sigmoid_neg = sigmoid_neg  # the binary family's kernels (kept under their old names)
 
 
 def _grad_sum(z: np.ndarray, w: np.ndarray, pool, threads: int) -> np.ndarray:
-    """z^T sigmoid(-z w), shape (d, B): minus the loss gradients' sum, one pass over z (n, d).
+    """z^T sigmoid(-z w), shape (d, B): minus the binary loss gradients' sum over z (n, d)."""
+    return BINARY_LOGISTIC.neg_grad_sums(z, w, pool, threads)
 
-    Row blocks of at most _CELLS margins; the elementwise part is split over threads.
+
+def run_chains(
+    x: np.ndarray, y: np.ndarray, r: float, sampler: dict, chains: int, rng, family=None
+):
+    """Final states (chains, P) of ``chains`` independent Langevin chains of ``sampler``.
+
+    x (n, d), y (n,) (binary: {-1, +1}); ``family`` the GLM family (default binary
+    logistic; P = d * family.outputs). Each chain runs sampler["steps"] steps from
+    sampler["start"]: w <- (1 - eta prec) w - eta r sum_i grad loss(w; x_i, y_i)
+    + noise N(0, I), which is w - eta grad U(w) + noise N(0, I).
     """
-    n = z.shape[0]
-    rows = max(256, _CELLS // w.shape[1])
-    g = np.zeros(w.shape)
-    for start in range(0, n, rows):
-        blk = z[start : start + rows]
-        mar = blk @ w  # margins y x.w, (rows, B)
-        if pool is None or mar.size < _SPLIT:
-            _sigmoid_neg(mar)
-        else:
-            step = -(-mar.shape[0] // threads)
-            list(pool.map(_sigmoid_neg, [mar[i : i + step] for i in range(0, len(mar), step)]))
-        g += blk.T @ mar
-    return g
-
-
-def run_chains(x: np.ndarray, y: np.ndarray, r: float, sampler: dict, chains: int, rng):
-    """Final states (chains, d) of ``chains`` independent Langevin chains of ``sampler``.
-
-    x (n, d), y (n,) in {-1, +1}; each chain runs sampler["steps"] steps from
-    sampler["start"]: w <- (1 - eta prec) w + eta r X^T(y sigmoid(-y X w)) + noise N(0, I),
-    which is w - eta grad U(w) + noise N(0, I).
-    """
+    fam = BINARY_LOGISTIC if family is None else family
     batch = min(chains, _CHAIN_BATCH)
-    z = np.empty(x.shape, order="F")
-    np.multiply(x, y[:, None], out=z)  # rows u_i = y_i x_i
-    d = z.shape[1]
+    if fam is BINARY_LOGISTIC:
+        z = np.empty(x.shape, order="F")
+        np.multiply(x, y[:, None], out=z)  # rows u_i = y_i x_i
+    else:
+        z = fam.prepare(x, y)
+    d = x.shape[1] * fam.outputs
     eta, noise, prec = float(sampler["step"]), float(sampler["noise"]), float(sampler["prec"])
     decay, gain = 1.0 - eta * prec, eta * r
     out = np.empty((chains, d))
@@ -295,7 +302,7 @@ def run_chains(x: np.ndarray, y: np.ndarray, r: float, sampler: dict, chains: in
             b = min(batch, chains - first)
             w = np.full((d, b), float(sampler["start"]))
             for _ in range(int(sampler["steps"])):
-                g = _grad_sum(z, w, pool, threads)
+                g = fam.neg_grad_sums(z, w, pool, threads)
                 w *= decay
                 g *= gain
                 w += g
@@ -318,7 +325,7 @@ def release_draw(model, xy, cal: Calibration, rng, *, size=None, **_ignored):
         raise ValueError("this calibration was not made for backend='langevin'")
     x, y = xy
     k = size or 1
-    values = run_chains(x, y, cal.r, sampler, k, rng)
+    values = run_chains(x, y, cal.r, sampler, k, rng, _family(model))
     value = np.array(values[0] if size is None else values, dtype=float)
     value.setflags(write=False)
     diagnostics = {

@@ -55,7 +55,7 @@ class _QuietPyMC(logging.Filter):
 _QUIET = _QuietPyMC()
 logging.getLogger("pymc").addFilter(_QUIET)
 logging.getLogger("pymc.sampling.mcmc").addFilter(_QUIET)
-_CACHE: dict[tuple[int, float], _Compiled] = {}
+_CACHE: dict[tuple, _Compiled] = {}  # (d, target_accept[, K for softmax regression])
 _CACHE_LOCK = threading.Lock()
 
 
@@ -66,26 +66,34 @@ class _Compiled:
     lock: threading.Lock  # one data set at a time: set_data + sample must not interleave
 
 
-def _compiled(d: int, target_accept: float) -> _Compiled:
-    key = (d, target_accept)
+def _compiled(d: int, target_accept: float, classes: int = 0) -> _Compiled:
+    key = (d, target_accept) if classes == 0 else (d, target_accept, classes)
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = _build(d, target_accept)
+            _CACHE[key] = _build(d, target_accept, classes)
         return _CACHE[key]
 
 
-def _build(d: int, target_accept: float) -> _Compiled:
+def _build(d: int, target_accept: float, classes: int = 0) -> _Compiled:
+    """classes = 0: binary logistic (y in {-1, +1}); K >= 2: softmax regression with the
+    weights flattened row-major from (d, K), y in {0, ..., K-1} (docs/multinomial.md)."""
     import pymc as pm
     import pytensor.tensor as pt
 
     with pm.Model() as model:
         x = pm.Data("X", np.zeros((1, d)))
-        y = pm.Data("y", np.ones(1))
+        y = pm.Data("y", np.ones(1) if classes == 0 else np.zeros(1, dtype=np.int64))
         r = pm.Data("r", 1.0)
         prec = pm.Data("prec", 1.0)
-        w = pm.Flat("w", shape=d)
+        w = pm.Flat("w", shape=d * max(classes, 1))
         pm.Potential("log_prior", -0.5 * prec * pt.sum(w**2))
-        pm.Potential("log_lik", -r * pt.sum(pt.softplus(-y * pt.dot(x, w))))
+        if classes == 0:
+            pm.Potential("log_lik", -r * pt.sum(pt.softplus(-y * pt.dot(x, w))))
+        else:
+            z = pt.dot(x, w.reshape((d, classes)))
+            picked = z[pt.arange(z.shape[0]), y]
+            loss = pt.sum(pt.logsumexp(z, axis=1)) - pt.sum(picked)
+            pm.Potential("log_lik", -r * loss)
         step = pm.NUTS(model=model, target_accept=target_accept)
     return _Compiled(model, step, threading.Lock())
 
@@ -110,7 +118,9 @@ def posterior_draws(
 
     x, y = xy
     n, d = x.shape
-    comp = _compiled(d, model.target_accept)
+    family = getattr(model, "family", None)
+    classes = 0 if family is None or family.name == "binary logistic" else family.outputs
+    comp = _compiled(d, model.target_accept, classes)
     seed = int(rng.integers(2**32))
     _QUIET.active = True  # PyMC's own messages mention divergences etc.
     with comp.lock:
@@ -128,7 +138,8 @@ def posterior_draws(
         finally:
             _QUIET.active = False
             # do not keep the private data in the cached model after the release
-            pm.set_data({"X": np.zeros((1, d)), "y": np.ones(1)}, model=comp.model)
+            empty = np.ones(1) if classes == 0 else np.zeros(1, dtype=np.int64)
+            pm.set_data({"X": np.zeros((1, d)), "y": empty}, model=comp.model)
     post = idata.posterior["w"]
     # np.max/np.min over .values propagate NaN; xarray's .max() skips it, so a coordinate
     # whose chains are constant (R-hat 0/0) would read as converged.

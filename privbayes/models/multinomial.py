@@ -1,0 +1,181 @@
+"""Multinomial (softmax) logistic regression with a Gaussian prior (docs/multinomial.md).
+
+W in R^(d x K), every entry a priori N(0, (n beta)^-1); loss
+logsumexp(W^T x) - (W^T x)_y for labels y in {0, ..., K-1}; rows ||x||_2 <= c. A replaced
+record moves the gradient of the log-density by at most G = 2 sqrt(2) c in Frobenius norm
+(the supremum for d >= 2; docs/multinomial.md §2), which gives, by the argument of
+docs/glm.md,
+
+    direct        eps(lam) = 4 lam c^2 / (n beta)
+    diffused      eps(lam) = 4 lam c^2 r^2 / (n beta)     (likelihood ** r)
+    concentrated  eps(lam) = 4 lam c^2 m / (n beta)       (prior precision n beta / m)
+
+Back-ends: "langevin" (certified, guarantee "algorithm": docs/multinomial.md §4), "imh" and
+"pymc" (approximate); "auto" picks "langevin". "exact" is refused: its envelope is proven
+for binary logistic regression only (docs/multinomial.md §6). No OPS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import mechanisms
+from ..calibration import Calibration
+from .glm_family import MultinomialLogistic
+from .logistic import BayesianLogisticRegression
+
+MULTINOMIAL_METHODS = ("direct", "diffused", "concentrated")
+MAX_CLASSES = 10_000
+
+
+class MultinomialLogisticRegression(BayesianLogisticRegression):
+    """Gaussian-prior softmax regression over K classes, released by posterior sampling.
+
+    Parameters
+    ----------
+    beta : float > 0, prior precision per record: every entry of W ~ N(0, (n beta)^-1).
+    c : float > 0, the public bound on feature norms, ||x||_2 <= c (with an intercept, on
+        the row [x, s]).
+    n_classes : int K >= 2, public: labels are 0, ..., K-1.
+    backend : "auto" (default; resolves to "langevin"), "langevin" (certified noisy
+        gradient descent, docs/multinomial.md §4), "imh" or "pymc" (approximate MCMC
+        releases). "exact" is refused (ValueError): no proven envelope for K columns.
+    fit_intercept, intercept_scaling, tune, draws, chains, target_accept, reruns,
+    proposal_scale, step_scale, max_steps : as in
+        :class:`privbayes.BayesianLogisticRegression`.
+
+    Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with rows of
+    norm <= ``feature_bound``, y of shape (n,) with integer labels in {0, ..., K-1} (K is
+    public: a class absent from the data is fine, a label >= K is refused). The
+    released value has shape (d, K) — (d + 1, K) with an intercept, whose last row is the
+    intercepts b = s W_{d+1} — and (size, d, K) with ``size``. Class k's score is
+    x.W[:, k] + b_k; softmax of the scores gives the class probabilities.
+
+    Raises ValueError for K < 2 or not an integer, non-positive beta or c,
+    backend="exact", labels outside {0, ..., K-1} (naming the first bad index); method
+    "ops" is refused at calibration.
+    """
+
+    methods = MULTINOMIAL_METHODS
+    resolves_without_d = True  # "auto" is "langevin" whatever d: calibrate() needs no d
+
+    def __init__(
+        self,
+        beta: float = 0.01,
+        c: float = 1.0,
+        n_classes: int = 2,
+        *,
+        backend: str = "auto",
+        **options,
+    ) -> None:
+        if (
+            isinstance(n_classes, bool)
+            or not isinstance(n_classes, int | np.integer)
+            or not 2 <= n_classes <= MAX_CLASSES
+        ):
+            raise ValueError(
+                f"n_classes must be an integer in [2, {MAX_CLASSES}] (labels 0..K-1); "
+                f"got {n_classes!r}"
+            )
+        if backend == "exact":
+            raise ValueError(
+                "backend='exact' is not available for MultinomialLogisticRegression: the exact "
+                "back-end's envelope is proven for binary logistic regression only "
+                "(docs/multinomial.md §6). Use backend='langevin' (certified) or 'auto'"
+            )
+        for name in ("delta_f", "max_proposals", "radius"):
+            if options.get(name) is not None:
+                raise ValueError(f"{name} does not apply to MultinomialLogisticRegression")
+            options.pop(name, None)
+        self.n_classes = int(n_classes)
+        self.family = MultinomialLogistic(self.n_classes)
+        super().__init__(beta, c, None, backend=backend, **options)
+
+    def __repr__(self) -> str:
+        extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
+        return (
+            f"MultinomialLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
+            f"n_classes={self.n_classes}, backend={self.backend!r}{extra})"
+        )
+
+    @property
+    def guarantee(self) -> str:
+        """ "algorithm" for langevin and auto, "approximate" for imh and pymc."""
+        return "algorithm" if self.backend == "auto" else super().guarantee
+
+    def with_backend(self, backend: str) -> MultinomialLogisticRegression:
+        """The same prior, bounds and options with another back-end."""
+        from .logistic import _OPTION_BACKENDS
+
+        keep = {k: v for k, v in self._options.items() if backend in _OPTION_BACKENDS[k]}
+        return type(self)(
+            self.beta,
+            self.c,
+            self.n_classes,
+            backend=backend,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            **keep,
+        )
+
+    def _resolve(self, n: int, d, lam: float, eps: float, method: str, size=None):
+        """ "auto" -> "langevin", the family's only certified back-end (public: no data)."""
+        if self.backend != "auto":
+            return self
+        return self.with_backend("langevin")
+
+    # -- data ---------------------------------------------------------------------------
+    def _check_labels(self, y: np.ndarray) -> None:
+        k = self.n_classes
+        bad = ~np.isin(y, np.arange(k, dtype=float))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"y must hold integer labels in {{0, ..., {k - 1}}} (n_classes={k}); "
+                f"y[{i}] = {float(y[i])!r}"
+            )
+
+    def _labels(self, y: np.ndarray) -> np.ndarray:
+        return y.astype(np.int64)
+
+    def _released(self, value: np.ndarray) -> np.ndarray:
+        """The flat draw(s) (..., P) as (..., d, K); with an intercept the last row times s
+        is the bias vector b."""
+        v = np.asarray(value, dtype=float)
+        out = np.array(v.reshape(*v.shape[:-1], -1, self.n_classes))
+        if self.fit_intercept:
+            out[..., -1, :] *= self.intercept_scaling
+        out.setflags(write=False)
+        return out
+
+    # -- certificates -------------------------------------------------------------------
+    def rdp(
+        self,
+        n,
+        orders,
+        r: float = 1.0,
+        m: float = 1.0,
+        method: str = "diffused",
+        sampler: dict | None = None,
+    ) -> np.ndarray:
+        """Certified RDP curve (docs/multinomial.md §3; backend="langevin": §4); shaped
+        like ``orders``. ``method="ops"`` is refused (ValueError)."""
+        mechanisms.check_method(method, MULTINOMIAL_METHODS)
+        return super().rdp(n, orders, r, m, method, sampler)
+
+    def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
+        mechanisms.check_method(method, MULTINOMIAL_METHODS)
+        return super()._calibrate(n, lam, eps, method)
+
+    def _worst_pair(self, n: int, cal: Calibration, *, d: int = 1):
+        """((X, y), (X, y')): n - 1 records x = 0 and one x = c e_1 with label 0 vs 1
+        (the audit's pair: the replaced record moves the log-density the most among
+        records on one line; X of shape (n, d))."""
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+            raise ValueError(f"d must be an integer >= 1; got {d!r}")
+        x = np.zeros((n, int(d)))
+        x[0, 0] = self.c
+        y = np.zeros(n)
+        y1 = y.copy()
+        y1[0] = 1.0
+        return (x, y), (x.copy(), y1)
