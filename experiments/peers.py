@@ -241,9 +241,8 @@ def _logistic_task(index, name, trial, args, dpl_python) -> list[dict]:
                 row |= {"eps": eps, "accuracy": np.nan}
                 t = time.perf_counter()
                 try:
-                    # the exact back-end's failure probability delta_f adds
-                    # delta_f (1 + e^eps) to delta, and its conversion steps eps up by at
-                    # most 1e-9 relative (docs/accounting.md §8): aim below both
+                    # the exact back-end's failure probability delta_f costs delta_f in
+                    # delta and about delta_f in eps (docs/accounting.md §8): aim below
                     exact_ = backend == "exact"
                     tv = EXACT_DELTA_F * (1 + np.exp(eps)) if exact_ else 0.0
                     aim = eps * (1 - 1e-8) if exact_ else eps

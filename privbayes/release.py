@@ -55,12 +55,12 @@ class PrivateSample:
         certificate bounds the released algorithm's own output law (backend="langevin");
         "approximate" — an MCMC draw, whose law is only close to the posterior the
         certificate is about (backend="imh" or "pymc").
-    tv : a total-variation allowance: the release's law is within ``tv`` of a mechanism
-        with the certified RDP curve (0 except for the exact GLM back-end, where it is the
-        public probability delta_f that the call releases nothing). A conversion to
-        (eps, delta)-DP adds it: the release is (eps, delta + tv)-DP whenever the exact
-        mechanism is (eps, delta)-DP (docs/exact.md §4); the accountant and the ledger do
-        this for you (docs/accounting.md §8).
+    tv : a failure allowance: the public probability that the call releases nothing, a
+        failure independent of the draw it would have made (0 except for the exact GLM
+        back-end, where it is delta_f). A conversion to (eps, delta)-DP pays for it: with
+        failures of total probability tau, (eps + log(1/(1 - tau)), delta + tau)-DP
+        whenever the never-failing mechanism is (eps, delta)-DP; the accountant and the
+        ledger do this for you (docs/accounting.md §8).
 
     No data statistic and no exact posterior is stored.
     """

@@ -31,6 +31,7 @@ __all__ = [
     "rdp_to_dp",
     "OrdersWarning",
     "eps_with_tv",
+    "failure_eps",
 ]
 
 DEFAULT_ORDERS = np.unique(
@@ -175,29 +176,32 @@ def _frac_down(q: Fraction) -> float:
     return math.nextafter(f, -math.inf) if Fraction(f) > q else f
 
 
+def failure_eps(tau: Fraction) -> float:
+    """log(1 / (1 - tau)), rounded up: what a failure allowance ``tau`` < 1 adds to eps
+    (docs/accounting.md §8); inf for tau >= 1."""
+    if tau >= 1:
+        return math.inf
+    t = _frac_up(tau)
+    if t >= 1:
+        return math.inf
+    # -log1p(-t) is increasing in t and correctly rounded to within an ulp or so: pad it
+    return math.nextafter(-math.log1p(-t) * (1 + 8 * _U), math.inf) if t > 0 else 0.0
+
+
 def eps_with_tv(conv, delta: float, tau: Fraction) -> tuple:
-    """The (eps, ...) of (eps, delta)-DP for a mechanism within total variation ``tau`` of
-    one whose RDP curve converts by ``conv(delta') -> (eps', ...)``: the smallest eps (to a
-    1e-9 relative step) with delta' + tau (1 + e^eps) <= delta, so that P(M(D) in S) <=
-    P(M~(D) in S) + tau <= e^eps (P(M(D') in S) + tau) + delta' + tau (docs/accounting.md
-    §8). Returns ``conv``'s tuple at the chosen delta' with eps replaced; eps = inf if none.
+    """The (eps, ...) of (eps, delta)-DP for releases that fail (release nothing) with
+    probability at most ``tau`` in total, independently of what they would have released,
+    and are otherwise the mechanism whose RDP curve converts by ``conv(delta') ->
+    (eps', ...)``: eps = eps'(delta - tau) + log(1 / (1 - tau)) (docs/accounting.md §8),
+    rounded up. Returns ``conv``'s tuple with eps replaced; eps = inf when delta <= tau.
     """
-    first = conv(_frac_down(Fraction(delta) - 2 * tau)) if delta > 2 * tau else None
-    if first is None:
+    if not Fraction(delta) > tau or tau >= 1:
         return (math.inf, math.nan)
-    eps = first[0]
-    for _ in range(60):
-        if not eps <= 700:  # inf, or so large that tau e^eps leaves no room
-            return (math.inf, math.nan)
-        trial = eps * (1 + 1e-9) + 1e-12
-        budget = Fraction(delta) - tau * (1 + Fraction(math.exp(trial)) * (1 + 4 * _U))
-        if not budget > 0:
-            return (math.inf, math.nan)
-        got = conv(_frac_down(budget))
-        if got[0] <= trial:
-            return (trial, *got[1:])
-        eps = got[0]
-    return (math.inf, math.nan)
+    got = conv(_frac_down(Fraction(delta) - tau))
+    eps = got[0]
+    if math.isfinite(eps):
+        eps = math.nextafter(eps + failure_eps(tau), math.inf)
+    return (eps, *got[1:])
 
 
 def _check_tv(curve) -> float:
@@ -437,13 +441,13 @@ class RdpAccountant:
         """
         eps = _check_eps(eps)
         if self._tv > 0:
-            # delta' + tau (1 + e^eps) (docs/accounting.md §8); at eps = inf, delta' + tau
-            if 700 < eps < math.inf:
-                return 1.0  # tau e^eps: no useful delta this far out
-            grow = 1 if math.isinf(eps) else 1 + Fraction(math.exp(eps)) * (1 + 4 * _U)
-            extra = _frac_up(self._tv * grow)
-            base = self._rdp_only().get_delta(eps, refine)
-            return min(1.0, math.nextafter(base + extra, math.inf))
+            # delta'(eps - log(1 / (1 - tau))) + tau (docs/accounting.md §8)
+            shift = failure_eps(self._tv)
+            inner = eps if math.isinf(eps) else math.nextafter(eps - shift, -math.inf)
+            if not inner >= 0:  # also tau >= 1: only delta = 1 is certain
+                return 1.0
+            base = self._rdp_only().get_delta(inner, refine)
+            return min(1.0, math.nextafter(base + _frac_up(self._tv), math.inf))
         total = self._total_grid()
         if (total == 0).any():
             return 0.0
