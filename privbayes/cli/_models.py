@@ -144,8 +144,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "action": "store_true",
             "default": None,
             "help": "clip out-of-domain records instead of refusing them: logistic and "
-            "multinomial, rows onto the norm bound (row-wise); gamma-poisson, counts above --max-count down to it; "
-            "normal, values onto [--low, --high] (the guarantee covers the clipped data)",
+            "multinomial, rows onto the norm bound (row-wise); gamma-poisson, counts above "
+            "--max-count down to it; normal, values onto [--low, --high] (the guarantee "
+            "covers the clipped data)",
         },
     ),
     "intercept": (
