@@ -488,6 +488,24 @@ def _features(args, table, model, name: str):
         X = X * factor
     if args.clip:
         X = clip_rows(X, model.feature_bound)
+    else:  # the model's own test (privbayes.models.logistic), here with line numbers
+        rows = X
+        if model.fit_intercept:
+            rows = np.hstack([X, np.full((len(X), 1), model.intercept_scaling)])
+        over = np.linalg.norm(rows, axis=1) > model._norm_threshold(rows.shape[1])
+        if over.any():
+            bound = (
+                f"sqrt(c^2 - s^2) = {model.feature_bound:.6g} (--intercept's column s = "
+                f"{model.intercept_scaling:g} takes the rest of c = {model.c:g})"
+                if model.fit_intercept
+                else f"c = {model.c:g}"
+            )
+            line = table.rows[int(np.flatnonzero(over)[0])][0]
+            raise UsageError(
+                f"--features: {int(over.sum())} row(s) have norm > {bound}, e.g. line {line}"
+                f"{' after --scale' if factor is not None else ''}; pass --scale BOUND (a "
+                "public bound on the raw rows' norm, chosen before seeing the data) or --clip"
+            )
     return X, names, factor
 
 
