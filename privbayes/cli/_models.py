@@ -470,6 +470,7 @@ def _features(args, table, model, name: str):
 
     if args.label is None:
         raise UsageError(f"--model {name} needs --label COL (and optionally --features)")
+    table.column(args.label, "--label")  # a missing label column is named first
     names = (
         [f.strip() for f in args.features.split(",")]
         if args.features is not None
