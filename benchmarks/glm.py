@@ -39,8 +39,21 @@ on synthetic n = 1e5 and 1e6, d = 20, and the Adult-sized synthetic problem.
   peak RSS and mean test accuracy over the 64 releases against IMH's. Infeasible settings
   print the number of proposals they would need and the time that would take.
 
+``--multinomial`` instead measures multinomial (softmax) regression
+(``pb.MultinomialLogisticRegression``, docs/multinomial.md), the certified Langevin
+back-end against IMH, lam = 2, eps = 1 per release: time to a first release, releases per
+second with ``size=8`` (one call, eps = 8 in total), and test accuracy (argmax of x.W, mean
+over the 8 releases) beside the non-private MAP (scikit-learn), on
+
+* synthetic n = 10^4 (+ 2,000 test rows), d = 20, K = 5, rows on ||x|| <= 1, beta = 1e-3;
+* 10-class MNIST with the features of experiments/mnist_multiclass.py (pixels / 255,
+  k x k average pooling, rows of norm 1/sqrt(2) and a constant 1/sqrt(2)), on a random
+  subsample of ``--mnist-train`` training rows (default 5,000, pooling ``--mnist-pool`` 4:
+  d = 50, K = 10), all 10,000 test rows, beta = 3e-3; skipped when the files are absent.
+
     .venv/bin/python benchmarks/glm.py --exact [--blas-threads 1] [--data-dir DIR]
     .venv/bin/python benchmarks/glm.py --langevin-only [--data-dir DIR]
+    .venv/bin/python benchmarks/glm.py --multinomial [--blas-threads 1] [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -404,6 +417,97 @@ def langevin_section(args) -> None:
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
+# -- multinomial (softmax) regression ---------------------------------------------------------
+MULTI_SIZE = 8
+
+
+def softmax_like(n: int, d: int, k: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Rows on ||x|| <= 1 and labels drawn from a softmax model with K classes."""
+    X = pb.preprocessing.clip_rows(rng.normal(size=(n, d)) / np.sqrt(d), 1.0)
+    scores = X @ (rng.normal(size=(d, k)) * 3.0)
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    y = (rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1)
+    return X, np.minimum(y, k - 1).astype(float)
+
+
+def _multi_accuracy(values, x, y) -> float:
+    """Mean test accuracy of argmax_k x.W[:, k] over the releases (size, d, K)."""
+    w = np.asarray(values).reshape(-1, x.shape[1], np.asarray(values).shape[-1])
+    return float(np.mean([np.mean(np.argmax(x @ wi, axis=1) == y) for wi in w]))
+
+
+def _map_accuracy(x, y, xte, yte, beta: float) -> float:
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lbfgs' iteration warnings
+        fit = LogisticRegression(C=1.0 / (len(y) * beta), fit_intercept=False, max_iter=500)
+        fit.fit(x, y.astype(int))
+    return _multi_accuracy(fit.coef_.T, xte, yte)
+
+
+def multinomial_row(name, x, y, xte, yte, k: int, beta: float) -> None:
+    n, d = x.shape
+    print(
+        f"{name}: n={n:,} d={d} K={k} (test {xte.shape[0]:,}), beta={beta:g}, lam=2, eps=1 per "
+        f"release; non-private MAP accuracy {_map_accuracy(x, y, xte, yte, beta):.4f}"
+    )
+    for backend in ("langevin", "imh"):
+        model = pb.MultinomialLogisticRegression(beta, 1.0, k, backend=backend)
+        extra = {"on_bad_diagnostics": "warn"} if backend == "imh" else {}
+        t0 = time.perf_counter()
+        first = pb.sample(model, (x, y), 2.0, 1.0, rng=1, **extra)
+        t_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        many = pb.sample(model, (x, y), 2.0, float(MULTI_SIZE), size=MULTI_SIZE, rng=2, **extra)
+        t_many = time.perf_counter() - t0
+        assert abs(many.calibration.target_eps - 1.0) < 1e-12  # each draw at eps = 1
+        cal = many.calibration
+        if backend == "langevin":
+            s = cal.sampler
+            how = f"K={s['steps']} steps, eta {s['step']:.3g}"
+        else:
+            dg = many.diagnostics
+            how = f"R-hat {dg['rhat_max']:.4f}, acceptance {dg['acceptance']:.2f}"
+        print(
+            f"  {backend:8s} ({many.guarantee}): first release {t_first:7.2f} s; "
+            f"{MULTI_SIZE} releases in {t_many:7.2f} s = {MULTI_SIZE / t_many:6.3f} /s; "
+            f"accuracy {_multi_accuracy(many.value, xte, yte):.4f} "
+            f"(first {_multi_accuracy(first.value, xte, yte):.4f}); r {cal.r:.3f}, "
+            f"certified eps {cal.eps:.4f}; {how}; peak RSS so far {peak_mb():.0f} MB"
+        )
+
+
+def multinomial_section(args) -> None:
+    """Softmax regression: Langevin vs IMH (see the module docstring)."""
+    print(f"== multinomial: langevin (certified) vs imh (approximate), size={MULTI_SIZE} ==")
+    rng = np.random.default_rng(0)
+    x, y = softmax_like(12_000, 20, 5, rng)
+    multinomial_row("synthetic", x[:10_000], y[:10_000], x[10_000:], y[10_000:], 5, 1e-3)
+    import sys
+    from pathlib import Path
+
+    from privbayes import datasets
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
+    import mnist_multiclass as mm
+
+    try:
+        tr_im, tr_y = datasets.load_mnist(args.data_dir, "train")
+        te_im, te_y = datasets.load_mnist(args.data_dir, "test")
+    except (FileNotFoundError, OSError) as exc:
+        print(f"MNIST skipped: {exc}")
+        return
+    keep = np.random.default_rng(1).permutation(len(tr_y))[: args.mnist_train]
+    x = mm.features(tr_im[keep], args.mnist_pool)
+    xte = mm.features(te_im, args.mnist_pool)
+    name = f"MNIST 10-class (pool {args.mnist_pool}, subsample)"
+    multinomial_row(name, x, tr_y[keep].astype(float), xte, te_y, 10, 3e-3)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--k", type=int, default=64, help="releases per IMH call")
@@ -420,6 +524,9 @@ def main() -> None:
     p.add_argument("--langevin", action="store_true", help="also run the Langevin section")
     p.add_argument("--langevin-only", action="store_true", help="only the Langevin section")
     p.add_argument("--langevin-step-scale", type=float, default=0.5, help="Langevin h")
+    p.add_argument("--multinomial", action="store_true", help="measure softmax regression")
+    p.add_argument("--mnist-train", type=int, default=5000, help="--multinomial: MNIST rows")
+    p.add_argument("--mnist-pool", type=int, default=4, help="--multinomial: MNIST pooling")
     args = p.parse_args()
     if args.blas_threads:
         from threadpoolctl import threadpool_limits
@@ -428,6 +535,9 @@ def main() -> None:
 
         threadpool_limits(args.blas_threads, user_api="blas")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if args.multinomial:
+        multinomial_section(args)
+        return
     if args.exact:
         envelope_table()
         exact_large(10**6, 20, np.random.default_rng(0))

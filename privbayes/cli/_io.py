@@ -205,8 +205,9 @@ def binary(
     return out
 
 
-def codes(cells, name: str, categories: list[str] | None):
-    """Category codes 0..K-1 of a column, from declared labels (or integer codes)."""
+def codes(cells, name: str, categories: list[str] | None, flag: str = "--categories"):
+    """Category codes 0..K-1 of a column, from declared labels (or integer codes); a
+    record with an undeclared label is refused, naming its line and ``flag``."""
     import numpy as np
 
     if categories is None:
@@ -216,8 +217,8 @@ def codes(cells, name: str, categories: list[str] | None):
     for i, (line, v) in enumerate(cells):
         if v not in index:
             raise UsageError(
-                f"column {name!r}: line {line} is {v!r}, not one of --categories "
-                f"{','.join(categories)}"
+                f"column {name!r}: line {line} is {v!r}, not one of {flag} "
+                f"{','.join(categories)} (labels are matched exactly, case included)"
             )
         out[i] = index[v]
     return out

@@ -60,8 +60,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "type": float,
             "metavar": "B",
             "help": "prior: beta-bernoulli and query, its beta (default 1); gamma-poisson, "
-            "the Gamma prior's rate (default 1); logistic, the precision per record, "
-            "w ~ N(0, (n B)^-1 I) (default 0.01)",
+            "the Gamma prior's rate (default 1); logistic and multinomial, the precision per "
+            "record, every weight ~ N(0, (n B)^-1) (default 0.01)",
         },
     ),
     "max_count": (
@@ -99,7 +99,23 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         ("--high",),
         {"type": float, "metavar": "HIGH", "help": "public upper bound of every record (required)"},
     ),
-    "label": (("--label",), {"metavar": "COL", "help": "the two-class label column"}),
+    "label": (
+        ("--label",),
+        {
+            "metavar": "COL",
+            "help": "the label column (logistic: two classes; multinomial: the --classes)",
+        },
+    ),
+    "classes": (
+        ("--classes",),
+        {
+            "metavar": "A,B,...",
+            "help": "multinomial: the public class labels, in order (required; K >= 2 of "
+            "them, declared before seeing the data, never read off them): class k is the "
+            "k-th label, column k of the released weights; a record with any other label is "
+            "refused",
+        },
+    ),
     "features": (
         ("--features",),
         {"metavar": "A,B,...", "help": "feature columns (default: every column but --label)"},
@@ -127,9 +143,10 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "action": "store_true",
             "default": None,
-            "help": "clip out-of-domain records instead of refusing them: logistic, rows onto "
-            "the norm bound (row-wise); gamma-poisson, counts above --max-count down to it; "
-            "normal, values onto [--low, --high] (the guarantee covers the clipped data)",
+            "help": "clip out-of-domain records instead of refusing them: logistic and "
+            "multinomial, rows onto the norm bound (row-wise); gamma-poisson, counts above "
+            "--max-count down to it; normal, values onto [--low, --high] (the guarantee "
+            "covers the clipped data)",
         },
     ),
     "intercept": (
@@ -149,10 +166,10 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         ("--backend",),
         {
             "choices": ("auto", "exact", "langevin", "imh", "pymc"),
-            "help": "logistic back-end: auto (default: exact or langevin, both certified, "
-            "chosen from public inputs), exact (rejection sampling: exact posterior draws), "
-            "langevin (certified noisy gradient descent), or the approximate MCMC "
-            "back-ends imh and pymc",
+            "help": "logistic and multinomial back-end: auto (default: exact or langevin, "
+            "both certified, chosen from public inputs; multinomial: langevin), exact "
+            "(rejection sampling: exact posterior draws; logistic only), langevin (certified "
+            "noisy gradient descent), or the approximate MCMC back-ends imh and pymc",
         },
     ),
     "d": (
@@ -160,8 +177,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "type": int,
             "metavar": "D",
-            "help": "feature dimension (audit: default 1; calibrate: lets --backend auto "
-            "choose as sample would)",
+            "help": "feature dimension (audit: default 1; calibrate, logistic only: lets "
+            "--backend auto choose as sample would)",
         },
     ),
 }
@@ -201,6 +218,10 @@ class Adapter:
     def finish(self, out: dict, details) -> dict:
         """Adds model-specific fields to the JSON result of ``sample``."""
         return out
+
+    def pair_note(self, model) -> str | None:
+        """The audit's worst pair in words, for models whose calibration has no pair."""
+        return None
 
 
 def _source_column(args, name: str) -> str:
@@ -439,6 +460,66 @@ class NormalAdapter(Adapter):
         return source, _source_column(args, self.name), None
 
 
+def _features(args, table, model, name: str):
+    """(X, feature names, scale factor) for the GLM adapters: --features (default every
+    column but --label) as floats, multiplied by (feature bound) / --scale and clipped
+    row-wise onto the bound with --clip (both public choices)."""
+    import numpy as np
+
+    from ..preprocessing import clip_rows
+
+    if args.label is None:
+        raise UsageError(f"--model {name} needs --label COL (and optionally --features)")
+    table.column(args.label, "--label")  # a missing label column is named first
+    names = (
+        [f.strip() for f in args.features.split(",")]
+        if args.features is not None
+        else [h for h in table.header if h != args.label]
+    )
+    if not names or any(not f for f in names):
+        raise UsageError("--features: need one or more non-empty column names")
+    if len(set(names)) != len(names) or args.label in names:
+        raise UsageError("--features: repeated column, or the --label column among them")
+    X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
+    factor = None
+    if args.scale is not None:
+        if not (math.isfinite(args.scale) and args.scale > 0):
+            raise UsageError(f"--scale: need a finite public bound > 0; got {args.scale}")
+        factor = model.feature_bound / args.scale
+        X = X * factor
+    if args.clip:
+        X = clip_rows(X, model.feature_bound)
+    else:  # the model's own test (privbayes.models.logistic), here with line numbers
+        rows = X
+        if model.fit_intercept:
+            rows = np.hstack([X, np.full((len(X), 1), model.intercept_scaling)])
+        over = np.linalg.norm(rows, axis=1) > model._norm_threshold(rows.shape[1])
+        if over.any():
+            bound = (
+                f"sqrt(c^2 - s^2) = {model.feature_bound:.6g} (--intercept's column s = "
+                f"{model.intercept_scaling:g} takes the rest of c = {model.c:g})"
+                if model.fit_intercept
+                else f"c = {model.c:g}"
+            )
+            line = table.rows[int(np.flatnonzero(over)[0])][0]
+            raise UsageError(
+                f"--features: {int(over.sum())} row(s) have norm > {bound}, e.g. line {line}"
+                f"{' after --scale' if factor is not None else ''}; pass --scale BOUND (a "
+                "public bound on the raw rows' norm, chosen before seeing the data) or --clip"
+            )
+    return X, names, factor
+
+
+def _glm_options(args, command: str) -> dict:
+    options = {"backend": args.backend or "auto"}
+    if command == "sample":
+        if args.intercept_scaling is not None and not args.intercept:
+            raise UsageError("--intercept-scaling needs --intercept")
+        options["fit_intercept"] = bool(args.intercept)
+        options["intercept_scaling"] = args.intercept_scaling
+    return options
+
+
 class LogisticAdapter(Adapter):
     name = "logistic"
     methods = GLM_METHODS
@@ -465,44 +546,15 @@ class LogisticAdapter(Adapter):
     def build(self, args, command):
         from ..models import BayesianLogisticRegression
 
-        options = {"backend": args.backend or "auto"}
-        if command == "sample":
-            if args.intercept_scaling is not None and not args.intercept:
-                raise UsageError("--intercept-scaling needs --intercept")
-            options["fit_intercept"] = bool(args.intercept)
-            options["intercept_scaling"] = args.intercept_scaling
         return BayesianLogisticRegression(
             beta=0.01 if args.beta is None else args.beta,
             c=1.0 if args.c is None else args.c,
-            **options,
+            **_glm_options(args, command),
         )
 
     def read(self, args, table, model):
-        import numpy as np
-
-        from ..preprocessing import clip_rows
-
-        if args.label is None:
-            raise UsageError(f"--model {self.name} needs --label COL (and optionally --features)")
-        names = (
-            [f.strip() for f in args.features.split(",")]
-            if args.features is not None
-            else [h for h in table.header if h != args.label]
-        )
-        if not names or any(not f for f in names):
-            raise UsageError("--features: need one or more non-empty column names")
-        if len(set(names)) != len(names) or args.label in names:
-            raise UsageError("--features: repeated column, or the --label column among them")
-        X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
+        X, names, factor = _features(args, table, model, self.name)
         y = _two_class(args, table.column(args.label, "--label"), args.label, signed=True)
-        factor = None
-        if args.scale is not None:
-            if not (math.isfinite(args.scale) and args.scale > 0):
-                raise UsageError(f"--scale: need a finite public bound > 0; got {args.scale}")
-            factor = model.feature_bound / args.scale
-            X = X * factor
-        if args.clip:
-            X = clip_rows(X, model.feature_bound)
         return (X, y), {"features": names, "factor": factor, "intercept": model.fit_intercept}
 
     def finish(self, out, details):
@@ -519,6 +571,92 @@ class LogisticAdapter(Adapter):
         out["intercept"] = details["intercept"]
         return out
 
+    def pair_note(self, model):
+        return f"n-1 rows x=0, one row x=c*e1 (c={model.c:g}) labelled +1 in D, -1 in D'"
+
+
+class MultinomialAdapter(Adapter):
+    """Softmax regression over the K public --classes (docs/multinomial.md)."""
+
+    name = "multinomial"
+    methods = CONJUGATE_METHODS  # no OPS
+    flags = {
+        "sample": frozenset(
+            {
+                "label",
+                "features",
+                "classes",
+                "beta",
+                "c",
+                "scale",
+                "clip",
+                "intercept",
+                "intercept_scaling",
+                "backend",
+            }
+        ),
+        "calibrate": frozenset({"classes", "beta", "c", "backend"}),
+        "audit": frozenset({"classes", "beta", "c", "d", "backend"}),
+    }
+
+    def classes(self, args) -> list[str]:
+        cats = labels(args.classes, "--classes", minimum=2)
+        if cats is None:
+            raise UsageError(
+                f"--model {self.name} needs --classes A,B,...: the public class labels, in "
+                "order (K is never read off the data)"
+            )
+        return cats
+
+    def build(self, args, command):
+        from ..models import MultinomialLogisticRegression
+
+        cats = self.classes(args)
+        if args.backend == "exact":
+            raise UsageError(
+                f"--backend exact does not apply to --model {self.name}: its envelope is "
+                "proven for two classes only; use --backend langevin (certified, the auto "
+                "choice) or the approximate imh or pymc"
+            )
+        return MultinomialLogisticRegression(
+            beta=0.01 if args.beta is None else args.beta,
+            c=1.0 if args.c is None else args.c,
+            n_classes=len(cats),
+            **_glm_options(args, command),
+        )
+
+    def read(self, args, table, model):
+        cats = self.classes(args)
+        X, names, factor = _features(args, table, model, self.name)
+        y = codes(table.column(args.label, "--label"), args.label, cats, "--classes")
+        details = {
+            "features": names,
+            "factor": factor,
+            "intercept": model.fit_intercept,
+            "classes": cats,
+        }
+        return (X, y), details
+
+    def finish(self, out, details):
+        factor = details["factor"]
+        if factor is not None:  # weights for the raw columns: W^T (f x) = (f W)^T x
+            import numpy as np
+
+            value = np.array(out["value"], dtype=float)
+            value[..., : len(details["features"]), :] *= factor
+            out["value"] = value.tolist()
+            out["feature_scale"] = factor
+        out["features"] = details["features"]
+        out["intercept"] = details["intercept"]
+        out["classes"] = details["classes"]
+        return out
+
+    def pair_note(self, model):
+        return (
+            f"n-1 rows x=0, one row x=c*e1 (c={model.c:g}) in class 0 in D, class 1 in D' "
+            "(the first two --classes)"
+        )
+
 
 ADAPTERS: tuple[Adapter, ...] = (
     BetaBernoulliAdapter(),
@@ -526,6 +664,7 @@ ADAPTERS: tuple[Adapter, ...] = (
     GammaPoissonAdapter(),
     NormalAdapter(),
     LogisticAdapter(),
+    MultinomialAdapter(),
     QueryAdapter(),
 )
 

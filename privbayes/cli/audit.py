@@ -99,8 +99,7 @@ def run(args) -> dict:
         "violation": res.violation,
         "fpr": res.fpr,
         "fnr": res.fnr,
-        "worst_pair": cal.pair
-        or f"n-1 rows x=0, one row x=c*e1 (c={model.c:g}) labelled +1 in D, -1 in D'",
+        "worst_pair": cal.pair or adapter.pair_note(model),
         "seconds": round(res.seconds, 3),
     }
     if res.projection is None and math.isfinite(cal.lam):  # scalar output

@@ -28,6 +28,7 @@ VALUE = {
     "low": ["-1"],
     "high": ["1"],
     "label": ["flag"],
+    "classes": ["a,b"],
     "features": ["age"],
     "c": ["1"],
     "scale": ["2"],
@@ -103,6 +104,11 @@ def test_refusal_cases_cover_the_known_faults():
         ("calibrate", "gamma-poisson", "mu"),
         ("sample", "normal", "intercept"),
         ("audit", "normal", "c"),
+        ("sample", "multinomial", "positive"),
+        ("sample", "multinomial", "column"),
+        ("calibrate", "multinomial", "d"),
+        ("sample", "logistic", "classes"),
+        ("audit", "dirichlet-categorical", "classes"),
     ]:
         assert case in got
 
