@@ -662,12 +662,12 @@ def _line_chunk(u: np.ndarray, w: np.ndarray, step: np.ndarray, ts: np.ndarray):
     return prob.line_values(_margins(u, w), step, ts)
 
 
-def _loglik_chunk(u: np.ndarray, w_hat: np.ndarray, vts: list) -> np.ndarray:
-    """(batches, cols): the chunk's loglik_diff sums for each batch of proposals."""
+def _loglik_chunk(u: np.ndarray, w_hat: np.ndarray, vts: list) -> tuple:
+    """The chunk's loglik_diff sums, one array (cols,) per batch of proposals."""
     prob = _rows_problem(u, 0.0)
     z0 = _margins(u, w_hat)
     sp0 = _softplus(z0.copy())
-    return np.array([prob.loglik_diff(z0, sp0, vt) for vt in vts])
+    return tuple(prob.loglik_diff(z0, sp0, vt) for vt in vts)
 
 
 class _DaskProblem:
