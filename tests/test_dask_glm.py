@@ -7,6 +7,8 @@ partition are found with nothing charged."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -26,6 +28,11 @@ BETA = 0.01
 
 @pytest.fixture(scope="module")
 def client():
+    import sys
+
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # _die_once travels by value
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
     )
@@ -196,3 +203,28 @@ def test_passes_per_backend_are_public(client):
     assert calls.count("_gh_chunk") == steps + 1 and calls.count("_line_chunk") == steps
     assert calls.count("_loglik_chunk") == 1
     assert langevin is not None
+
+
+def _die_once(u, marker, client_pid, w, r):
+    """The Newton pass's chunk kernel, but the first worker to run it dies (mid-pass)."""
+    if os.getpid() != client_pid:
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            pass
+        else:
+            os._exit(1)
+    return exact._gh_chunk(u, w, r)
+
+
+def test_a_worker_lost_mid_pass_is_retried_with_the_same_result(client, tmp_path):
+    x, y = _data(10, n=40_000)
+    model = pb.BayesianLogisticRegression(beta=BETA, c=1.0, backend="exact")
+    (rows, _), _ = model._statistics(_dask(x, y, 7_000))
+    w = np.linspace(-1.0, 1.0, D)
+    want = rows.reduce(exact._gh_chunk, w, 0.5)
+    got = rows.reduce(_die_once, str(tmp_path / "m"), os.getpid(), w, 0.5)
+    assert (tmp_path / "m").exists()  # a worker did die; its chunks were recomputed
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert np.array_equal(rows.reduce(exact._gh_chunk, w, 0.5)[1], want[1])
+    client.wait_for_workers(2, timeout=60)
