@@ -75,7 +75,7 @@ class DaskRows:
     def shape(self) -> tuple[int, int]:
         return (self.n, self.d)
 
-    def reduce(self, kernel, *args):
+    def reduce(self, kernel, *args) -> Any:
         """sum over chunks (in row order, by an ordered tree inside the engine) of
         ``kernel(chunk, *args)``; the kernel returns an array, a number, or a tuple of them.
         Array arguments travel once per worker (one key each), not once per task."""
@@ -102,12 +102,14 @@ class DaskRows:
         sub = self.arr[idx].rechunk({0: _row_chunks(rows), 1: -1}).persist()
         return DaskRows(sub, rows, self.d, self.kind)
 
-    def unpack(self, block: np.ndarray):
+    def unpack(self, block: np.ndarray) -> Any:
         """A chunk as the family's kernels take it (binary: u; multinomial: (x, y))."""
         return unpack(self.kind, self.d, block)
 
 
-def unpack(kind: str, d: int, block: np.ndarray):
+def unpack(kind: str, d: int, block: np.ndarray) -> Any:
+    """A prepared chunk (rows, width) as a family's kernels take it: binary: the rows u
+    (rows, d); multinomial: (x (rows, d), y (rows,) int64)."""
     if kind == "binary":
         return block
     return (np.ascontiguousarray(block[:, :d]), block[:, d].astype(np.int64))
@@ -117,7 +119,7 @@ def _family_block(block, kind, d, family, method, *args):
     return getattr(family, method)(unpack(kind, d, block), *args)
 
 
-def family_pass(family, method: str, rows: DaskRows, *args):
+def family_pass(family, method: str, rows: DaskRows, *args) -> Any:
     """``family.method(data, *args)`` summed over the chunks (a row-additive kernel:
     loss_sums, loss, neg_grad_sums, grad_hess)."""
     return rows.reduce(_family_block, rows.kind, rows.d, family, method, *args)
