@@ -295,12 +295,13 @@ def as_array(data, name: str = "data") -> np.ndarray:
     """Any supported in-memory input as a float64 NumPy array (no finiteness check).
 
     Dask collections are refused here: callers that take them go through
-    :func:`statistics` (the GLMs do not yet: docs/data.md §7)."""
+    :func:`statistics` (the conjugate models) or privbayes.sampling.passes (the GLMs:
+    docs/data.md §7)."""
     if is_dask(data):
         raise TypeError(
-            f"{name}: Dask inputs are not supported by this model yet (only the conjugate "
-            "models and release_query reduce Dask data in the engine); call .compute() to "
-            "bring the data into memory if they fit (docs/data.md)"
+            f"{name}: Dask inputs are not supported here (the conjugate models, "
+            "release_query and the GLMs' (X, y) reduce Dask data in the engine); call "
+            ".compute() to bring the data into memory if they fit (docs/data.md)"
         )
     return _numeric(_to_numpy(data), name).astype(float)
 

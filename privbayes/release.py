@@ -254,8 +254,9 @@ def sample(
         DataFrame, a pyarrow Array/ChunkedArray/Table, or a Dask array/Series/DataFrame
         (reduced inside the Dask engine: docs/data.md).
         BayesianLogisticRegression: a tuple (X, y), X of shape (n, d) with rows of norm
-        <= c (sqrt(c^2 - s^2) with an intercept), y of shape (n,) in {0, 1} or {-1, +1}.
-        n is public.
+        <= c (sqrt(c^2 - s^2) with an intercept), y of shape (n,) in {0, 1} or {-1, +1};
+        X and y may both be Dask collections (the back-end's passes over X then run in
+        the engine: docs/data.md §7). n is public.
     lam : float > 1 or inf, the Rényi order.
     eps : float > 0, the privacy level at ``lam`` (nats). With n = 0 the prior is
         released and the certified eps is 0.

@@ -125,7 +125,7 @@ def test_column_selection_errors_and_reports():
         pb.sample(pb.BayesianLogisticRegression(), frame, 2.0, 0.5, column="a")
 
 
-def test_glms_take_tables_in_memory_and_refuse_dask():
+def test_glms_take_tables_in_memory_and_refuse_mixed_dask():
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(0)
     X = pb.preprocessing.clip_rows(rng.normal(size=(40, 2)), 0.9)
@@ -135,8 +135,8 @@ def test_glms_take_tables_in_memory_and_refuse_dask():
     b = pb.sample(model, (pd.DataFrame(X), pd.Series(y)), 2.0, 1.0, rng=0)
     assert np.array_equal(a.value, b.value)
     da = pytest.importorskip("dask.array")
-    with pytest.raises(TypeError, match="Dask inputs are not supported by this model yet"):
-        pb.sample(model, (da.from_array(X), y), 2.0, 1.0)
+    with pytest.raises(TypeError, match="X and y must both be Dask collections"):
+        pb.sample(model, (da.from_array(X), y), 2.0, 1.0)  # (tests/test_dask_glm.py: both)
 
 
 def test_dask_chunking_does_not_change_the_statistics():

@@ -35,6 +35,8 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
+from ..sampling.passes import family_pass, is_rows
+
 __all__ = ["BINARY_LOGISTIC", "BinaryLogistic", "GLMFamily", "MultinomialLogistic"]
 
 _CELLS = 1 << 21  # rows x proposals per block of margins (16 MB of float64)
@@ -127,6 +129,8 @@ class BinaryLogistic(GLMFamily):
     def loss_sums(self, data: np.ndarray, w: np.ndarray, threads: int) -> np.ndarray:
         """One pass over the rows per call: per row block, the margins from one matrix
         product in this thread, the softplus sums split over ``threads`` threads."""
+        if is_rows(data):  # rows in a Dask engine: the same kernel per chunk, summed there
+            return family_pass(self, "loss_sums", data, w, 1)
         n = data.shape[0]
         rows = max(256, _CELLS // max(1, w.shape[0]))
         wt = np.ascontiguousarray(w.T)
@@ -148,12 +152,16 @@ class BinaryLogistic(GLMFamily):
         return total
 
     def loss(self, data: np.ndarray, w: np.ndarray) -> float:
+        if is_rows(data):
+            return float(family_pass(self, "loss", data, w))
         z = data @ w
         return np.logaddexp(0.0, -z).sum()
 
     def neg_grad_sums(self, data: np.ndarray, w: np.ndarray, pool, threads: int) -> np.ndarray:
         """z^T sigmoid(-z w), shape (d, B), one pass over z = data (n, d), row blocks of at
         most _CELLS margins; the elementwise part is split over threads."""
+        if is_rows(data):
+            return family_pass(self, "neg_grad_sums", data, w, None, 1)
         n = data.shape[0]
         rows = max(256, _CELLS // w.shape[1])
         g = np.zeros(w.shape)
@@ -172,6 +180,8 @@ class BinaryLogistic(GLMFamily):
         """(-r u^T sigmoid(-u w), r u^T diag(s (1 - s)) u) at one w (d,)."""
         from scipy.linalg import blas
 
+        if is_rows(data):
+            return family_pass(self, "grad_hess", data, w, r)
         z = data @ w
         s = special.expit(-z)
         g = -r * (data.T @ s)
@@ -211,13 +221,15 @@ class MultinomialLogistic(GLMFamily):
         return (np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.int64))
 
     def n_rows(self, data: tuple) -> int:
-        return int(data[0].shape[0])
+        return data.n if is_rows(data) else int(data[0].shape[0])
 
     def _block_rows(self, cols: int) -> int:
         return max(64, _CELLS // max(1, cols))
 
     def loss_sums(self, data: tuple, w: np.ndarray, threads: int) -> np.ndarray:
         """(B,) loss sums for the rows of w (B, d K); row blocks of <= _CELLS scores."""
+        if is_rows(data):
+            return family_pass(self, "loss_sums", data, w, 1)
         x, y = data
         n, d = x.shape
         k = self.outputs
@@ -236,6 +248,8 @@ class MultinomialLogistic(GLMFamily):
 
     def neg_grad_sums(self, data: tuple, w: np.ndarray, pool, threads: int) -> np.ndarray:
         """(d K, B): -sum_i x_i (softmax(W_b^T x_i) - e_(y_i)), flattened row-major."""
+        if is_rows(data):
+            return family_pass(self, "neg_grad_sums", data, w, None, 1)
         x, y = data
         n, d = x.shape
         k = self.outputs
@@ -259,6 +273,8 @@ class MultinomialLogistic(GLMFamily):
     def grad_hess(self, data: tuple, w: np.ndarray, r: float):
         """r sum_i x_i (s_i - e_(y_i)) and r sum_i (diag(s_i) - s_i s_i^T) kron x_i x_i^T
         (in the row-major flattening: entry ((a, j), (b, l))), in row blocks."""
+        if is_rows(data):
+            return family_pass(self, "grad_hess", data, w, r)
         x, y = data
         n, d = x.shape
         k = self.outputs

@@ -380,6 +380,21 @@ class BayesianLogisticRegression(Frozen):
             raise TypeError(
                 "data must be a tuple (X, y) with X of shape (n, d) and y of shape (n,)"
             )
+        from ..data import is_dask
+
+        if is_dask(data[0]) or is_dask(data[1]):
+            # validated inside the engine, then persisted there for the back-end's passes
+            # (privbayes.sampling.passes; docs/data.md §7); nothing is gathered
+            if self.backend == "pymc":
+                raise TypeError(
+                    "backend='pymc' needs X in memory; with Dask inputs use backend='exact', "
+                    "'langevin' or 'imh' (their passes over X run in the engine: "
+                    "docs/data.md §7), or call .compute() if the data fit"
+                )
+            from ..sampling.passes import dask_rows
+
+            rows, n = dask_rows(self, data[0], data[1])
+            return (rows, None), n
         x = as_numeric_array(data[0], "X")
         y = as_numeric_array(data[1], "y")
         if x.ndim != 2:

@@ -51,6 +51,7 @@ from ..errors import PrivBayesError, SamplingError
 from . import envelope as env_mod
 from .envelope import U, gamma
 from .imh import _threads
+from .passes import is_rows
 
 __all__ = [
     "DELTA_F",
@@ -505,6 +506,16 @@ class _Problem:
         self.r, self.p = float(r), float(p)
         self.threads = _threads()
 
+    group = 1  # proposal batches per pass (the Dask problem groups several)
+
+    def base(self, z0: np.ndarray) -> np.ndarray:
+        """softplus(z0) (the log-likelihood terms at w_hat), for loglik_diff."""
+        return _softplus(z0.copy())
+
+    def loglik_diffs(self, z0, sp0, vts: list[np.ndarray]) -> list[np.ndarray]:
+        """loglik_diff for each batch of proposals in ``vts`` (one pass each in memory)."""
+        return [self.loglik_diff(z0, sp0, vt) for vt in vts]
+
     def subsample(self, rows: int) -> _Problem:
         """The problem on ``rows`` evenly spread rows, likelihood weighted by n / rows (self
         when n <= rows). The rows chosen depend on n only."""
@@ -612,6 +623,93 @@ class _Problem:
         return np.sum(total, axis=0)
 
 
+def _rows_problem(u: np.ndarray, r: float) -> _Problem:
+    """A one-thread _Problem on prepared rows u (a chunk on a Dask worker)."""
+    prob = object.__new__(_Problem)
+    prob.xy = u
+    prob.n, prob.d = u.shape
+    prob.r, prob.p, prob.threads = float(r), 0.0, 1
+    return prob
+
+
+def _gh_chunk(u: np.ndarray, w: np.ndarray, r: float):
+    """A chunk's part of _Problem.grad_hess: (per-coordinate exact sums of its FIT_ROWS
+    block gradients (privbayes.data.exact_sum), its block Hessians summed in order). The
+    chunk starts on a multiple of FIT_ROWS, so its blocks are the in-memory path's."""
+    from ..data import exact_sum
+
+    r = float(r)
+    h = np.zeros((u.shape[1], u.shape[1]))
+    gs = []
+    for s in range(0, u.shape[0], FIT_ROWS):
+        xb = u[s : s + FIT_ROWS]
+        z = _product(xb, w)
+        sm = special.expit(-z)
+        curv = sm * special.expit(z)
+        gs.append(np.einsum("ij,i->j", xb, sm))
+        h += blas.dsyrk(1.0, (xb * np.sqrt(r * curv)[:, None]).T, trans=0)
+    g = np.array(gs).reshape(-1, u.shape[1])
+    return tuple(exact_sum(g[:, j]) for j in range(u.shape[1])), h
+
+
+def _margins(u: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The margins u w in FIT_ROWS blocks, as _Problem.grad_hess computes them."""
+    return np.concatenate([_product(u[s : s + FIT_ROWS], w) for s in range(0, len(u), FIT_ROWS)])
+
+
+def _line_chunk(u: np.ndarray, w: np.ndarray, step: np.ndarray, ts: np.ndarray):
+    prob = _rows_problem(u, 0.0)
+    return prob.line_values(_margins(u, w), step, ts)
+
+
+def _loglik_chunk(u: np.ndarray, w_hat: np.ndarray, vts: list) -> tuple:
+    """The chunk's loglik_diff sums, one array (cols,) per batch of proposals."""
+    prob = _rows_problem(u, 0.0)
+    z0 = _margins(u, w_hat)
+    sp0 = _softplus(z0.copy())
+    return tuple(prob.loglik_diff(z0, sp0, vt) for vt in vts)
+
+
+class _DaskProblem:
+    """The _Problem interface on rows held in a Dask engine (privbayes.sampling.passes).
+
+    Every method is one pass: one graph, the chunk kernel on each chunk, an ordered sum in
+    the engine. The margins never leave the workers: a "margins" value here is the point w
+    they are taken at, and the chunk kernels recompute them (the same floats, blockwise).
+    """
+
+    group = 32  # proposal batches per pass: 8192 proposals per graph
+
+    def __init__(self, rows, r: float, p: float):
+        self.rows = rows
+        self.n, self.d = rows.shape
+        self.r, self.p = float(r), float(p)
+
+    def subsample(self, rows: int) -> _DaskProblem:
+        if self.n <= rows:
+            return self
+        return _DaskProblem(self.rows.subsample(rows), self.r * self.n / rows, self.p)
+
+    def grad_hess(self, w: np.ndarray):
+        from ..data import fraction_to_float
+
+        ints, h = self.rows.reduce(_gh_chunk, w, self.r)
+        g = np.array([fraction_to_float(t) for t in ints])
+        g = -self.r * g + self.p * w
+        h = np.triu(h) + np.triu(h, 1).T
+        return np.array(w, dtype=float), g, h
+
+    def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        return self.rows.reduce(_line_chunk, z, step, ts)
+
+    def base(self, z0: np.ndarray) -> None:
+        return None
+
+    def loglik_diffs(self, z0, sp0, vts: list[np.ndarray]) -> list[np.ndarray]:
+        out = self.rows.reduce(_loglik_chunk, z0, list(vts))
+        return list(out)
+
+
 @dataclass(frozen=True)
 class _Fit:
     w_hat: np.ndarray
@@ -708,21 +806,29 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
     env = plan.envelope
     w_hat, chol = fit.w_hat, fit.chol
     z0 = fit.z0
-    sp0 = _softplus(z0.copy())
+    sp0 = prob.base(z0)
     w_norm = float(np.linalg.norm(w_hat)) * (1.0 + d * U)
     kept: list[np.ndarray] = []
     accepted = inside = 0
     worst = -math.inf
     err_max = 0.0
     remaining = plan.proposals
-    while remaining > 0:
-        count = min(BATCH, remaining)
-        remaining -= count
-        rho, log_q = env.draw(rng, count)
-        u = rho[:, None] * _directions(rng, count, d)
-        log_u = np.log1p(-rng.random(count))  # log of a uniform on (0, 1]
-        v = linalg.solve_triangular(chol, u.T, trans="T", lower=True)  # (d, count): L^T v = u
-        s = prob.loglik_diff(z0, sp0, v)
+    pending: list = []
+    while remaining > 0 or pending:
+        if not pending:  # draw up to prob.group batches, then one pass evaluates them all
+            batches = []
+            while remaining > 0 and len(batches) < prob.group:
+                count = min(BATCH, remaining)
+                remaining -= count
+                rho, log_q = env.draw(rng, count)
+                u = rho[:, None] * _directions(rng, count, d)
+                log_u = np.log1p(-rng.random(count))  # log of a uniform on (0, 1]
+                # (d, count): L^T v = u
+                v = linalg.solve_triangular(chol, u.T, trans="T", lower=True)
+                batches.append((count, rho, log_q, log_u, v))
+            sums = prob.loglik_diffs(z0, sp0, [b[-1] for b in batches])
+            pending = [(*b, sm) for b, sm in zip(batches, sums, strict=True)]
+        count, rho, log_q, log_u, v, s = pending.pop(0)
         vv = np.einsum("ij,ij->j", v, v)
         ell = -r * s - p * (w_hat @ v) - 0.5 * p * vv
         v_norm = np.sqrt(vv) * (1.0 + d * U)
@@ -786,7 +892,10 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
         delta_f=getattr(model, "delta_f", None) or DELTA_F,
         max_proposals=getattr(model, "max_proposals", None) or MAX_PROPOSALS,
     )  # fmt: skip
-    prob = _Problem(x, y, cal.r, n * model.beta / cal.m)
+    if is_rows(x):  # rows held in a Dask engine: the same passes, run there
+        prob = _DaskProblem(x, cal.r, n * model.beta / cal.m)
+    else:
+        prob = _Problem(x, y, cal.r, n * model.beta / cal.m)
     kept, public, stats = run(prob, plan, rng)
     if len(kept) < k:
         raise ExactSamplingError(

@@ -37,6 +37,7 @@ from scipy import linalg, special
 from ..errors import ConvergenceError, SamplingError
 from ..models.glm_family import BINARY_LOGISTIC, softplus_sum
 from . import diagnostics
+from .passes import is_rows
 
 NU = 5.0  # t component's degrees of freedom: heavy tails, so the weights stay bounded
 T_WEIGHT = 0.1  # its mixture weight
@@ -82,7 +83,8 @@ class Target:
 
     def __init__(self, x: np.ndarray, y: np.ndarray, r: float, prec: float, family=None):
         self.family = BINARY_LOGISTIC if family is None else family
-        self.data = self.family.prepare(x, y)
+        # rows held in a Dask engine (privbayes.sampling.passes) arrive prepared
+        self.data = x if is_rows(x) else self.family.prepare(x, y)
         if self.family is BINARY_LOGISTIC:
             self.xy = self.data
         self.r, self.prec = float(r), float(prec)

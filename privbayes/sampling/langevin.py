@@ -44,6 +44,7 @@ from ..calibration import Calibration, solve_knob, step_down
 from ..errors import InfeasiblePrivacyError
 from ..models.glm_family import BINARY_LOGISTIC, sigmoid_neg
 from .imh import _threads
+from .passes import is_rows
 
 ALGORITHM = "langevin"
 TAU = 1e-2  # K: the smallest number of steps with kappa^K <= TAU (start forgotten to 1%)
@@ -286,7 +287,9 @@ def run_chains(
     """
     fam = BINARY_LOGISTIC if family is None else family
     batch = min(chains, _CHAIN_BATCH)
-    if fam is BINARY_LOGISTIC:
+    if is_rows(x):  # rows held in a Dask engine: one pass (one graph) per step
+        z = x
+    elif fam is BINARY_LOGISTIC:
         z = np.empty(x.shape, order="F")
         np.multiply(x, y[:, None], out=z)  # rows u_i = y_i x_i
     else:

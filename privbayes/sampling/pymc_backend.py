@@ -187,6 +187,10 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=No
     twice the tuning and draws (R-hat of a converged chain still fluctuates around 1.01
     with few draws), ``model.reruns`` times.
     """
+    from .passes import is_rows
+
+    if is_rows(xy[0]):  # normally refused earlier, in the model's _statistics
+        raise TypeError("backend='pymc' needs X in memory; it does not take Dask inputs")
     chains = max(model.chains, size or 1)
     for attempt in range(model.reruns + 1):
         draws, diag = posterior_draws(
