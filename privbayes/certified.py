@@ -174,6 +174,9 @@ def second_difference_upper(x: float, h: float, lam: float, estimate: float = 0.
 def _second_difference_upper(x: float, h: float, lam: float, estimate: float) -> float:
     from mpmath import libmp as lm
 
+    if h == 0.0 and x > 0:
+        # equal shapes: (lam - 1) T = lg(x) - lam lg(x) + (lam - 1) lg(x) = 0 exactly
+        return 0.0
     X, H, L = lm.from_float(x), lm.from_float(h), lm.from_float(lam)
     A = lm.mpf_add(X, lm.mpf_mul(L, H))  # exact (no precision given)
     B = lm.mpf_add(X, H)
