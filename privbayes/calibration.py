@@ -225,7 +225,8 @@ def solve_knob(
 
     def ev(knob: float) -> float:
         if knob not in memo:
-            memo[knob] = float(eps_of(knob))
+            value = float(eps_of(knob))
+            memo[knob] = math.inf if math.isnan(value) else value  # never certify from NaN
         return memo[knob]
 
     if cap > 1.0:
@@ -254,7 +255,7 @@ def solve_knob(
     # consecutive points fall on either side of the root and the bracket is tight.
     w_prev, f_prev = w_hi, math.log(e_hi) - log_eps
     lo, up = None, (w_prev, f_prev)  # best points with f <= 0 and f > 0
-    w, steps = (0.0 if cap <= 1.0 else -math.log(2.0)), 0
+    w, steps, stall = (0.0 if cap <= 1.0 else -math.log(2.0)), 0, 0
     while steps < _MAX_BRACKET_STEPS:
         steps += 1
         w = min(max(w, _T_MIN), w_hi)
@@ -275,9 +276,24 @@ def solve_knob(
         s = slope
         if steps > 1 and w != w_prev:
             s = min(max((f_w - f_prev) / (w - w_prev), slope * 1e-3), 10 * slope)
-        w_prev, f_prev, w = w, f_w, w - (1.5 if steps > 1 else 1.0) * f_w / s
+        move = (1.5 if steps > 1 else 1.0) * f_w / s
+        # a root within rounding of w (f_w a few ulps above 0) would give a step that
+        # leaves w unchanged: move at least a growing minimum, in the step's direction
+        least = 2.0**-40 * max(1.0, abs(w)) * 2.0**stall
+        if abs(move) < least:
+            move, stall = math.copysign(least, f_w), stall + 1
+        w_prev, f_prev, w = w, f_w, w - move
     if lo is None:
-        raise RuntimeError("calibration found no bracket; please report this as a bug")
+        # no certified point met on the way: the smallest knob is the last resort
+        f_min = f(_T_MIN)
+        floor = ev(to_knob(_T_MIN))
+        if not f_min <= 0:
+            raise InfeasiblePrivacyError(
+                f"eps={eps:g} is below what any {knob_name} >= 1e-300 certifies "
+                f"({floor:g}); ask for a larger eps",
+                reachable={"min_eps": floor},
+            )
+        lo = (_T_MIN, f_min)
     w = lo[0]
     step = 0.0 if rel_step is None else rel_step(to_knob(lo[0]))
     if lo[1] != 0:
