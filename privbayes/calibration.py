@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from .errors import InfeasiblePrivacyError
+from .errors import InfeasiblePrivacyError, PrivBayesError
 from .validation import check_eps, check_lam, check_n
 
-__all__ = ["Calibration", "calibrate", "certify_down", "solve_knob"]
+__all__ = ["Calibration", "calibrate", "certify_down", "guarded", "solve_knob"]
 
 _T_MIN = -690.0  # knobs down to ~1e-300
 _MAX_BRENT_ITER = 100
@@ -148,8 +148,56 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
         if d is None and not getattr(model, "resolves_without_d", False):
             model = model.with_backend("exact")
         else:
-            model = model._resolve(n, d, lam, eps, method)
-    return model._calibrate(n, lam, eps, method)
+            model = guarded(
+                lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method
+            )
+    return guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
+
+
+# Messages of the arithmetic failures that Python, math and scipy report as ValueError or
+# RuntimeError (the others are ArithmeticError: OverflowError, ZeroDivisionError, ...).
+_ARITHMETIC_MESSAGES = (
+    "math domain error",
+    "math range error",
+    "cannot convert float nan",
+    "f(a) and f(b) must have different signs",
+    "failed to converge",
+)
+
+
+def _arithmetic_failure(err: BaseException) -> bool:
+    if isinstance(err, InfeasiblePrivacyError):
+        return False
+    if isinstance(err, ArithmeticError):
+        return True
+    if isinstance(err, ValueError | RuntimeError) and not isinstance(err, PrivBayesError):
+        text = str(err).lower()
+        return any(m in text for m in _ARITHMETIC_MESSAGES)
+    return False
+
+
+def guarded(step: Callable[[], Any], model, n: int, lam: float, eps: float, method: str):
+    """``step()`` (a call of a model's ``_calibrate`` or ``_resolve`` at these inputs), with
+    arithmetic failures inside the certificate or the search (overflow, division by zero,
+    a math domain error, a root finder without a sign change) turned into
+    InfeasiblePrivacyError naming the model and the inputs.
+
+    The last line of defence: such a failure never yields a certified value (no
+    Calibration is returned), and the caller gets the typed error the API promises. The
+    models' certificates handle their own extremes; this catches what they miss.
+    """
+    try:
+        return step()
+    except Exception as err:
+        if not _arithmetic_failure(err):
+            raise
+        raise InfeasiblePrivacyError(
+            f"{model!r} cannot certify method={method!r} at n={n}, lam={lam:g}, eps={eps:g}: "
+            f"its certificate is not computable in floating point at these public inputs "
+            f"({type(err).__name__}: {err}). Use less extreme prior parameters, a "
+            "different eps or lam, or another method",
+            reachable={"inputs": "less extreme", "model": type(model).__name__},
+        ) from err
 
 
 def certify_down(
