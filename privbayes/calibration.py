@@ -232,6 +232,14 @@ def certify_down(
         excess = value / eps - 1.0 if math.isfinite(value) else 1.0
         delta = min(0.5, max(2.0 * delta, 1.5 * excess / slope + 2.0**-50))
         knob = max(knob * (1.0 - delta), floor)
+    if not math.isfinite(value):
+        # no finite certificate anywhere on the way down: more eps would not help
+        raise InfeasiblePrivacyError(
+            f"no {name} down to {knob:.3g} gives a finite certified eps for these public "
+            "inputs (the prior is too extreme for this mechanism's certificate); try another "
+            "method or less extreme prior parameters",
+            reachable={"min_eps": value, "method": "another"},
+        )
     raise InfeasiblePrivacyError(
         f"eps={eps:g} needs a {name} below what floating point can certify; ask for more eps",
         reachable={"eps": "larger", "min_eps": value},

@@ -258,3 +258,12 @@ def test_fuzz_extreme_public_inputs_never_crash():
         assert 0 <= got <= eps, case
         outcomes["certified"] += 1
     assert outcomes["certified"] > 20 and outcomes["infeasible"] > 20
+
+
+def test_certify_down_without_any_finite_certificate_does_not_ask_for_more_eps():
+    from privbayes.calibration import certify_down
+
+    with pytest.raises(InfeasiblePrivacyError, match="another method") as info:
+        certify_down(1.0, lambda v: (math.inf,), 1e6, "r")
+    assert info.value.reachable["method"] == "another"
+    assert "more eps" not in str(info.value)
