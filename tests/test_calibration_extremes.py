@@ -267,3 +267,41 @@ def test_certify_down_without_any_finite_certificate_does_not_ask_for_more_eps()
         certify_down(1.0, lambda v: (math.inf,), 1e6, "r")
     assert info.value.reachable["method"] == "another"
     assert "more eps" not in str(info.value)
+
+
+def _normal_exact_eps(model, n, lam, r, m) -> Fraction:
+    """lam r^2 A^2 / (2 s^4 tau), tau = 1/(m sigma^2) + r n / s^2, in exact rationals
+    (the certificate also covers the sampler's rounding, so it may be a little above)."""
+    s2 = Fraction(model.noise_sigma) ** 2
+    tau = 1 / (Fraction(m) * Fraction(model.sigma) ** 2) + Fraction(r) * n / s2
+    a = Fraction(model.high) - Fraction(model.low)
+    return Fraction(lam) * Fraction(r) ** 2 * a * a / (2 * s2 * s2 * tau)
+
+
+def test_normal_concentrated_floor_where_the_prior_precision_overflows():
+    # m sigma^2 underflows (and 1/(m sigma^2) overflows) below m ~ 5.6e-109: this used to be
+    # a ZeroDivisionError, then "min_eps inf"; the floor is where the certificate is finite
+    model = pb.NormalKnownVariance(mu=0, sigma=1e-100, noise_sigma=1e-50, low=-1e50, high=1e-50)
+    with pytest.raises(InfeasiblePrivacyError) as info:
+        pb.calibrate(model, n=1000, lam=100.0, eps=1e-40, method="concentrated")
+    floor = info.value.reachable["min_eps"]
+    # independent: at m = 1e-108 (a little above the overflow) the exact value is ~1.4e-6,
+    # and nothing below the exact value at the largest finite tau (~1.8e308) is reachable
+    assert float(_normal_exact_eps(model, 1000, 100.0, 1.0, 1e-108)) > floor
+    best = (
+        Fraction(100)
+        * Fraction(model.high - model.low) ** 2
+        / (2 * Fraction(1e-50) ** 4 * Fraction(1.7976931348623157e308))
+    )
+    assert floor >= float(best)
+    cal = pb.calibrate(model, n=1000, lam=100.0, eps=floor * 1.01, method="concentrated")
+    assert float(_normal_exact_eps(model, 1000, 100.0, cal.r, cal.m)) <= cal.eps <= floor * 1.01
+
+
+def test_normal_diffused_at_a_huge_prior_and_tiny_range():
+    # was ZeroDivisionError in the closed-form guess
+    model = pb.NormalKnownVariance(
+        mu=-1e100, sigma=1e100, noise_sigma=1e100, low=-1e-100, high=1e-100
+    )
+    cal = pb.calibrate(model, n=2**40, lam=2.0, eps=1e-300, method="diffused")
+    assert float(_normal_exact_eps(model, 2**40, 2.0, cal.r, cal.m)) <= cal.eps <= 1e-300

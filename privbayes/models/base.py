@@ -112,11 +112,16 @@ def solve_increasing(certify, guess: float, eps: float, name: str) -> tuple[floa
     InfeasiblePrivacyError when even knob = 1e-300 does not certify.
     """
     log_eps, evals = math.log(eps), 0
+    finite = [math.inf]  # the smallest t seen with a finite certificate
 
     def f(t: float) -> float:
         nonlocal evals
         evals += 1
         e = float(certify(math.exp(t)))
+        if math.isnan(e):
+            e = math.inf  # never certify from NaN
+        if e < math.inf:
+            finite[0] = min(finite[0], t)
         return (math.log(e) if e > 0 else -math.inf) - log_eps
 
     t = min(max(math.log(guess) if guess > 0 else _T_MIN, _T_MIN), 0.0)
@@ -135,6 +140,29 @@ def solve_increasing(certify, guess: float, eps: float, name: str) -> tuple[floa
         while True:
             if hi <= _T_MIN:
                 floor = float(certify(math.exp(_T_MIN)))
+                if not floor < math.inf and finite[0] < math.inf:
+                    # the certificate is infinite at the smallest knobs (a parameter of the
+                    # sampler overflows there): the floor is where it becomes finite
+                    t_inf, t_fin = _T_MIN, finite[0]
+                    top = t_fin  # every point visited so far has f > 0
+                    for _ in range(60):
+                        mid = 0.5 * (t_inf + t_fin)
+                        if float(certify(math.exp(mid))) < math.inf:
+                            t_fin = mid
+                        else:
+                            t_inf = mid
+                    floor = float(certify(math.exp(t_fin)))
+                    if floor <= eps:
+                        if floor == eps or t_fin == top:
+                            return math.exp(t_fin), evals
+                        lo, hi = t_fin, top
+                        break
+                    raise InfeasiblePrivacyError(
+                        f"eps={eps:g} is below what any {name} certifies ({floor:g}, at "
+                        f"{name}={math.exp(t_fin):.3g}; smaller values overflow the sampler's "
+                        f"parameters); ask for eps >= {floor:.6g}",
+                        reachable={"min_eps": floor},
+                    )
                 raise InfeasiblePrivacyError(
                     f"eps={eps:g} is below what any {name} >= 1e-300 certifies ({floor:g}); "
                     "ask for a larger eps",
