@@ -302,9 +302,47 @@ def solve_knob(
 
     log_eps = math.log(eps)
 
+    lowest = [math.inf]  # the smallest w seen with a finite eps
+
     def f(w: float) -> float:
         e = ev(to_knob(w))
-        return (math.log(e) if e > 0 else _T_MIN) - log_eps
+        if e < math.inf:
+            lowest[0] = min(lowest[0], w)
+        # e = 0 certifies any eps > 0: a finite value below 0, whatever eps
+        return (math.log(e) - log_eps) if e > 0 else -1e3
+
+    def floor_or_raise():
+        """(w, f(w)) at the smallest knob with a finite eps, if it certifies; else raise.
+
+        Below some knob the sampler's parameters may overflow (or the knob underflow to 0),
+        where nothing is certified: the floor is where the eps becomes finite (bisection)."""
+        w_fin = lowest[0]
+        if w_fin < math.inf and ev(to_knob(_T_MIN)) == math.inf:
+            w_inf = _T_MIN
+            for _ in range(60):
+                mid = 0.5 * (w_inf + w_fin)
+                if ev(to_knob(mid)) < math.inf:
+                    w_fin = mid
+                else:
+                    w_inf = mid
+        else:
+            w_fin = _T_MIN
+        floor = ev(to_knob(w_fin))
+        if floor <= eps and to_knob(w_fin) > 0:
+            return w_fin, f(w_fin)
+        if floor == math.inf:
+            raise InfeasiblePrivacyError(
+                f"no {knob_name} gives a finite certified eps for these public inputs (the "
+                "sampler's parameters overflow first); try another method or less extreme "
+                "prior parameters",
+                reachable={"min_eps": floor, "method": "another"},
+            )
+        raise InfeasiblePrivacyError(
+            f"eps={eps:g} is below what any {knob_name} certifies ({floor:.6g}, at "
+            f"{knob_name}={to_knob(w_fin):.3g}, the smallest usable); ask for eps >= "
+            f"{floor:.6g}",
+            reachable={"min_eps": floor},
+        )
 
     # Probe the middle of the range first (far from the cap's singularity), then take
     # power-law and secant steps in w; those after the second overshoot by half, so
@@ -319,20 +357,17 @@ def solve_knob(
         if f_w <= 0:
             lo = (w, f_w) if lo is None or w > lo[0] else lo
         else:
-            up = (w, f_w) if w < up[0] else up
+            up = (w, f_w) if w < up[0] and f_w < math.inf else up
             if w <= _T_MIN:
-                floor = ev(to_knob(_T_MIN))
-                raise InfeasiblePrivacyError(
-                    f"eps={eps:g} is below what any {knob_name} >= 1e-300 certifies "
-                    f"({floor:g}); ask for a larger eps",
-                    reachable={"min_eps": floor},
-                )
+                break
         if f_w == 0 or (steps > 1 and (f_w <= 0) != (f_prev <= 0)):
             break
         s = slope
-        if steps > 1 and w != w_prev:
+        if steps > 1 and w != w_prev and math.isfinite(f_w) and math.isfinite(f_prev):
             s = min(max((f_w - f_prev) / (w - w_prev), slope * 1e-3), 10 * slope)
         move = (1.5 if steps > 1 else 1.0) * f_w / s
+        if not math.isfinite(move):  # an infinite eps: halve the knob's log-distance
+            move = max(1.0, 0.5 * (w - _T_MIN))
         # a root within rounding of w (f_w a few ulps above 0) would give a step that
         # leaves w unchanged: move at least a growing minimum, in the step's direction
         least = 2.0**-40 * max(1.0, abs(w)) * 2.0**stall
@@ -340,16 +375,8 @@ def solve_knob(
             move, stall = math.copysign(least, f_w), stall + 1
         w_prev, f_prev, w = w, f_w, w - move
     if lo is None:
-        # no certified point met on the way: the smallest knob is the last resort
-        f_min = f(_T_MIN)
-        floor = ev(to_knob(_T_MIN))
-        if not f_min <= 0:
-            raise InfeasiblePrivacyError(
-                f"eps={eps:g} is below what any {knob_name} >= 1e-300 certifies "
-                f"({floor:g}); ask for a larger eps",
-                reachable={"min_eps": floor},
-            )
-        lo = (_T_MIN, f_min)
+        # no certified point met on the way: the smallest usable knob is the last resort
+        lo = floor_or_raise()
     w = lo[0]
     step = 0.0 if rel_step is None else rel_step(to_knob(lo[0]))
     if lo[1] != 0:
@@ -357,7 +384,7 @@ def solve_knob(
         k_lo = to_knob(lo[0])
         dlog = 1.0 if cap > 1.0 else max(1.0 - k_lo / cap, 2.0**-40)
         w = optimize.brentq(
-            f,
+            lambda v: min(max(f(v), -1e3), 1e3),  # finite, same sign (up may be a pole)
             lo[0],
             up[0],
             xtol=max(1e-13, 0.5 * step / dlog),

@@ -305,3 +305,19 @@ def test_normal_diffused_at_a_huge_prior_and_tiny_range():
     )
     cal = pb.calibrate(model, n=2**40, lam=2.0, eps=1e-300, method="diffused")
     assert float(_normal_exact_eps(model, 2**40, 2.0, cal.r, cal.m)) <= cal.eps <= 1e-300
+
+
+@pytest.mark.parametrize("alpha", [1e-300, 1e-200, 1.0])
+@pytest.mark.parametrize("method", ["diffused", "concentrated"])
+@pytest.mark.parametrize("eps", [1e-300, 1e-100])
+def test_gamma_poisson_eps_below_e_minus_690(alpha, method, eps):
+    # a certificate of 0 used to count as log eps = -690 in the search, above log(1e-300):
+    # "infeasible, min_eps 0"; and at alpha ~ 1e-300 the smallest knobs underflow to 0
+    model = pb.GammaPoisson(alpha=alpha, beta=1, max_count=20)
+    cal = pb.calibrate(model, n=2, lam=2.0, eps=eps, method=method)
+    assert 0 <= cal.eps <= eps
+    # independent: D = 0 iff every data set's float shape is the same (then exactly 0)
+    if model.alpha / cal.m == model.alpha / cal.m + cal.r * 40.0:
+        assert cal.eps == 0.0
+    else:
+        assert gamma_exact_sup(model, 2, 2.0, cal.r, cal.m) <= cal.eps
