@@ -321,3 +321,14 @@ def test_gamma_poisson_eps_below_e_minus_690(alpha, method, eps):
         assert cal.eps == 0.0
     else:
         assert gamma_exact_sup(model, 2, 2.0, cal.r, cal.m) <= cal.eps
+
+
+def test_normal_certificate_never_underflows_to_zero():
+    # the exact D is ~1e-800 > 0: a float certificate of 0 would claim the release ignores
+    # the data; the certificate must stay >= the exact value (here the smallest float)
+    model = pb.NormalKnownVariance(mu=0, sigma=1e-100, noise_sigma=1e100, low=0, high=1e-100)
+    exact = _normal_exact_eps(model, 1, 2.0, 1.0, 1.0)
+    assert 0 < exact
+    cert = model.rdp(1, [2.0, 1e6])
+    assert (cert > 0).all()
+    assert cert[0] >= exact and cert[1] >= _normal_exact_eps(model, 1, 1e6, 1.0, 1.0)

@@ -18,16 +18,26 @@ rounding included (docs/normal.md).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from .. import mechanisms
+from ..certified import round_up
 from ..data import exact_sum, fraction_to_float, statistics
 from ..validation import _real, check_bool, check_n, check_unit_knob
 from .base import OneKnobConjugate, U, add_up, check_orders, solve_increasing
 
 _SCALE = (1e-100, 1e100)  # sigma, noise_sigma: squares neither overflow nor vanish
 _LOCATION = 1e100  # |mu|, |low|, |high|
+
+
+_UNDERFLOW = 2.0**-960  # below this the float certificate's relative error bound fails
+
+
+def _exact_up(lam: float, delta: float, sd: float) -> float:
+    """lam delta^2 / (2 sd^2) in exact rationals, rounded up (the float form underflows)."""
+    return round_up(Fraction(lam) * Fraction(delta) ** 2 / (2 * Fraction(sd) ** 2))
 
 
 def _scale(value, name: str) -> float:
@@ -176,12 +186,24 @@ class NormalKnownVariance(OneKnobConjugate):
             return (np.full(np.shape(lam), np.inf) if np.ndim(lam) else math.inf), 0
         w, _, sd = consts
         delta = w * self._spread(n) + 2.0**-1072
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             q = delta / sd  # a product, not ** 2: Python's float power raises on overflow
             val = lam * 0.5 * (q * q) * (1.0 + 8 * U)
         if np.ndim(val):
-            return np.where(np.isnan(val), np.inf, val), 0
-        return (math.inf if math.isnan(val) else float(val)), 0
+            val = np.where(np.isnan(val), np.inf, val)
+            tiny = np.flatnonzero(val < _UNDERFLOW)
+            if tiny.size:
+                val = np.array(val, float)
+                flat = val.reshape(-1)
+                lams = np.broadcast_to(lam, val.shape).reshape(-1)
+                for i in tiny:
+                    flat[i] = _exact_up(float(lams[i]), delta, sd)
+            return val, 0
+        if math.isnan(val):
+            return math.inf, 0
+        # where the float expression underflows its rounding error is no longer relative:
+        # evaluate it exactly and round up (never a certificate of 0 for D > 0)
+        return (_exact_up(float(lam), delta, sd) if val < _UNDERFLOW else float(val)), 0
 
     def _search(self, n: int, lam: float, eps: float, method: str) -> tuple[float, int]:
         """Closed-form root of eps = c r^2 / (p0 + r n / s^2) (diffused, p0 = 1/sigma^2) or
