@@ -332,3 +332,18 @@ def test_normal_certificate_never_underflows_to_zero():
     cert = model.rdp(1, [2.0, 1e6])
     assert (cert > 0).all()
     assert cert[0] >= exact and cert[1] >= _normal_exact_eps(model, 1, 1e6, 1.0, 1.0)
+
+
+def test_normal_concentrated_window_of_finite_certificates_is_found():
+    # finite only for m in ~(5.6e-109, 4.5e-93): below, 1/(m sigma^2) overflows; above, the
+    # divergence itself exceeds the float range. The search used to jump over the window
+    # ("min_eps inf, ask for a larger eps")
+    model = pb.NormalKnownVariance(mu=0, sigma=1e-100, noise_sigma=1e-100, low=-1e100, high=1e100)
+    with pytest.raises(InfeasiblePrivacyError) as info:
+        pb.sample(model, [1], 2, 1.0, method="concentrated")
+    floor = info.value.reachable["min_eps"]
+    # independent: D = lam (w A)^2 tau / 2 = 4e600 / tau and tau < 2^1024
+    assert floor >= float(Fraction(4 * 10**600) / Fraction(2**1024))
+    for eps in (floor, 1e295, 1e300):
+        cal = pb.calibrate(model, 1, 2.0, eps, "concentrated")
+        assert float(_normal_exact_eps(model, 1, 2.0, cal.r, cal.m)) <= cal.eps <= eps
