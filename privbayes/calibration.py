@@ -290,7 +290,7 @@ def solve_knob(
     else:
 
         def to_knob(w: float) -> float:
-            return cap * special.expit(w)
+            return float(cap * special.expit(w))
 
         # knob = cap * (1 - 2^-20): closer to the pole the parameters' own rounding
         # dominates the certificate, and the knob would gain less than 1e-6
