@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from .errors import InfeasiblePrivacyError
+from .errors import InfeasiblePrivacyError, PrivBayesError
 from .validation import check_eps, check_lam, check_n
 
-__all__ = ["Calibration", "calibrate", "certify_down", "solve_knob"]
+__all__ = ["Calibration", "calibrate", "certify_down", "guarded", "solve_knob"]
 
 _T_MIN = -690.0  # knobs down to ~1e-300
 _MAX_BRENT_ITER = 100
@@ -148,8 +148,56 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
         if d is None and not getattr(model, "resolves_without_d", False):
             model = model.with_backend("exact")
         else:
-            model = model._resolve(n, d, lam, eps, method)
-    return model._calibrate(n, lam, eps, method)
+            model = guarded(
+                lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method
+            )
+    return guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
+
+
+# Messages of the arithmetic failures that Python, math and scipy report as ValueError or
+# RuntimeError (the others are ArithmeticError: OverflowError, ZeroDivisionError, ...).
+_ARITHMETIC_MESSAGES = (
+    "math domain error",
+    "math range error",
+    "cannot convert float nan",
+    "f(a) and f(b) must have different signs",
+    "failed to converge",
+)
+
+
+def _arithmetic_failure(err: BaseException) -> bool:
+    if isinstance(err, InfeasiblePrivacyError):
+        return False
+    if isinstance(err, ArithmeticError):
+        return True
+    if isinstance(err, ValueError | RuntimeError) and not isinstance(err, PrivBayesError):
+        text = str(err).lower()
+        return any(m in text for m in _ARITHMETIC_MESSAGES)
+    return False
+
+
+def guarded(step: Callable[[], Any], model, n: int, lam: float, eps: float, method: str):
+    """``step()`` (a call of a model's ``_calibrate`` or ``_resolve`` at these inputs), with
+    arithmetic failures inside the certificate or the search (overflow, division by zero,
+    a math domain error, a root finder without a sign change) turned into
+    InfeasiblePrivacyError naming the model and the inputs.
+
+    The last line of defence: such a failure never yields a certified value (no
+    Calibration is returned), and the caller gets the typed error the API promises. The
+    models' certificates handle their own extremes; this catches what they miss.
+    """
+    try:
+        return step()
+    except Exception as err:
+        if not _arithmetic_failure(err):
+            raise
+        raise InfeasiblePrivacyError(
+            f"{model!r} cannot certify method={method!r} at n={n}, lam={lam:g}, eps={eps:g}: "
+            f"its certificate is not computable in floating point at these public inputs "
+            f"({type(err).__name__}: {err}). Use less extreme prior parameters, a "
+            "different eps or lam, or another method",
+            reachable={"inputs": "less extreme", "model": type(model).__name__},
+        ) from err
 
 
 def certify_down(
@@ -184,6 +232,14 @@ def certify_down(
         excess = value / eps - 1.0 if math.isfinite(value) else 1.0
         delta = min(0.5, max(2.0 * delta, 1.5 * excess / slope + 2.0**-50))
         knob = max(knob * (1.0 - delta), floor)
+    if not math.isfinite(value):
+        # no finite certificate anywhere on the way down: more eps would not help
+        raise InfeasiblePrivacyError(
+            f"no {name} down to {knob:.3g} gives a finite certified eps for these public "
+            "inputs (the prior is too extreme for this mechanism's certificate); try another "
+            "method or less extreme prior parameters",
+            reachable={"min_eps": value, "method": "another"},
+        )
     raise InfeasiblePrivacyError(
         f"eps={eps:g} needs a {name} below what floating point can certify; ask for more eps",
         reachable={"eps": "larger", "min_eps": value},
@@ -225,7 +281,8 @@ def solve_knob(
 
     def ev(knob: float) -> float:
         if knob not in memo:
-            memo[knob] = float(eps_of(knob))
+            value = float(eps_of(knob))
+            memo[knob] = math.inf if math.isnan(value) else value  # never certify from NaN
         return memo[knob]
 
     if cap > 1.0:
@@ -233,7 +290,7 @@ def solve_knob(
     else:
 
         def to_knob(w: float) -> float:
-            return cap * special.expit(w)
+            return float(cap * special.expit(w))
 
         # knob = cap * (1 - 2^-20): closer to the pole the parameters' own rounding
         # dominates the certificate, and the knob would gain less than 1e-6
@@ -245,16 +302,54 @@ def solve_knob(
 
     log_eps = math.log(eps)
 
+    lowest = [math.inf]  # the smallest w seen with a finite eps
+
     def f(w: float) -> float:
         e = ev(to_knob(w))
-        return (math.log(e) if e > 0 else _T_MIN) - log_eps
+        if e < math.inf:
+            lowest[0] = min(lowest[0], w)
+        # e = 0 certifies any eps > 0: a finite value below 0, whatever eps
+        return (math.log(e) - log_eps) if e > 0 else -1e3
+
+    def floor_or_raise():
+        """(w, f(w)) at the smallest knob with a finite eps, if it certifies; else raise.
+
+        Below some knob the sampler's parameters may overflow (or the knob underflow to 0),
+        where nothing is certified: the floor is where the eps becomes finite (bisection)."""
+        w_fin = lowest[0]
+        if w_fin < math.inf and ev(to_knob(_T_MIN)) == math.inf:
+            w_inf = _T_MIN
+            for _ in range(60):
+                mid = 0.5 * (w_inf + w_fin)
+                if ev(to_knob(mid)) < math.inf:
+                    w_fin = mid
+                else:
+                    w_inf = mid
+        else:
+            w_fin = _T_MIN
+        floor = ev(to_knob(w_fin))
+        if floor <= eps and to_knob(w_fin) > 0:
+            return w_fin, f(w_fin)
+        if floor == math.inf:
+            raise InfeasiblePrivacyError(
+                f"no {knob_name} gives a finite certified eps for these public inputs (the "
+                "sampler's parameters overflow first); try another method or less extreme "
+                "prior parameters",
+                reachable={"min_eps": floor, "method": "another"},
+            )
+        raise InfeasiblePrivacyError(
+            f"eps={eps:g} is below what any {knob_name} certifies ({floor:.6g}, at "
+            f"{knob_name}={to_knob(w_fin):.3g}, the smallest usable); ask for eps >= "
+            f"{floor:.6g}",
+            reachable={"min_eps": floor},
+        )
 
     # Probe the middle of the range first (far from the cap's singularity), then take
     # power-law and secant steps in w; those after the second overshoot by half, so
     # consecutive points fall on either side of the root and the bracket is tight.
     w_prev, f_prev = w_hi, math.log(e_hi) - log_eps
     lo, up = None, (w_prev, f_prev)  # best points with f <= 0 and f > 0
-    w, steps = (0.0 if cap <= 1.0 else -math.log(2.0)), 0
+    w, steps, stall = (0.0 if cap <= 1.0 else -math.log(2.0)), 0, 0
     while steps < _MAX_BRACKET_STEPS:
         steps += 1
         w = min(max(w, _T_MIN), w_hi)
@@ -262,22 +357,26 @@ def solve_knob(
         if f_w <= 0:
             lo = (w, f_w) if lo is None or w > lo[0] else lo
         else:
-            up = (w, f_w) if w < up[0] else up
+            up = (w, f_w) if w < up[0] and f_w < math.inf else up
             if w <= _T_MIN:
-                floor = ev(to_knob(_T_MIN))
-                raise InfeasiblePrivacyError(
-                    f"eps={eps:g} is below what any {knob_name} >= 1e-300 certifies "
-                    f"({floor:g}); ask for a larger eps",
-                    reachable={"min_eps": floor},
-                )
+                break
         if f_w == 0 or (steps > 1 and (f_w <= 0) != (f_prev <= 0)):
             break
         s = slope
-        if steps > 1 and w != w_prev:
+        if steps > 1 and w != w_prev and math.isfinite(f_w) and math.isfinite(f_prev):
             s = min(max((f_w - f_prev) / (w - w_prev), slope * 1e-3), 10 * slope)
-        w_prev, f_prev, w = w, f_w, w - (1.5 if steps > 1 else 1.0) * f_w / s
+        move = (1.5 if steps > 1 else 1.0) * f_w / s
+        if not math.isfinite(move):  # an infinite eps: halve the knob's log-distance
+            move = max(1.0, 0.5 * (w - _T_MIN))
+        # a root within rounding of w (f_w a few ulps above 0) would give a step that
+        # leaves w unchanged: move at least a growing minimum, in the step's direction
+        least = 2.0**-40 * max(1.0, abs(w)) * 2.0**stall
+        if abs(move) < least:
+            move, stall = math.copysign(least, f_w), stall + 1
+        w_prev, f_prev, w = w, f_w, w - move
     if lo is None:
-        raise RuntimeError("calibration found no bracket; please report this as a bug")
+        # no certified point met on the way: the smallest usable knob is the last resort
+        lo = floor_or_raise()
     w = lo[0]
     step = 0.0 if rel_step is None else rel_step(to_knob(lo[0]))
     if lo[1] != 0:
@@ -285,7 +384,7 @@ def solve_knob(
         k_lo = to_knob(lo[0])
         dlog = 1.0 if cap > 1.0 else max(1.0 - k_lo / cap, 2.0**-40)
         w = optimize.brentq(
-            f,
+            lambda v: min(max(f(v), -1e3), 1e3),  # finite, same sign (up may be a pole)
             lo[0],
             up[0],
             xtol=max(1e-13, 0.5 * step / dlog),

@@ -174,6 +174,9 @@ def second_difference_upper(x: float, h: float, lam: float, estimate: float = 0.
 def _second_difference_upper(x: float, h: float, lam: float, estimate: float) -> float:
     from mpmath import libmp as lm
 
+    if h == 0.0 and x > 0:
+        # equal shapes: (lam - 1) T = lg(x) - lam lg(x) + (lam - 1) lg(x) = 0 exactly
+        return 0.0
     X, H, L = lm.from_float(x), lm.from_float(h), lm.from_float(lam)
     A = lm.mpf_add(X, lm.mpf_mul(L, H))  # exact (no precision given)
     B = lm.mpf_add(X, H)
@@ -190,7 +193,8 @@ def _second_difference_upper(x: float, h: float, lam: float, estimate: float) ->
     if estimate > 0 and math.isfinite(estimate):
         log_v += math.log2(estimate)
     else:
-        log_v += 2 * math.log2(abs(h)) - 10 - math.log2(1.0 + x)
+        # T ~ h^2 psi'(x) / 2 and psi'(x) ~ (1 + x) / x^2 (x small: 1/x^2, large: 1/x)
+        log_v += 2 * (math.log2(abs(h)) - math.log2(x)) - 10 + math.log2(1.0 + x)
     bits = 82 + max(0, math.ceil(log_mag - log_v))
     bits = 32 * -(-bits // 32)  # a coarse ladder, so that cached log-gammas are reused
     best = math.inf

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .accounting.default import default_accountant
-from .calibration import Calibration
+from .calibration import Calibration, guarded
 from .certified import round_up
 from .data import statistics
 from .mechanisms import CONJUGATE_METHODS, check_method
@@ -192,12 +192,16 @@ def _release(
     target = eps if size is None else _per_draw_eps(eps, size)
     d = int(np.shape(stats[0])[1]) if hasattr(model, "_resolve") else None
     if d is not None:  # GLMs: "auto" picks a certified back-end from public inputs
-        model = model._resolve(n, d, lam, target, method, size)
-    cal = model._calibrate(n, lam, target, method)
+        model = guarded(
+            lambda: model._resolve(n, d, lam, target, method, size), model, n, lam, target, method
+        )
+    cal = guarded(lambda: model._calibrate(n, lam, target, method), model, n, lam, target, method)
     total = cal.eps if size is None else _composed_eps(cal, size)
     # checks that need only public inputs (e.g. the exact back-end's proposal budget) run
     # before any charge: a call that cannot run must not spend budget
-    tv = model._check_release(n, d, cal, size) if d is not None else 0.0
+    tv = 0.0
+    if d is not None:
+        tv = guarded(lambda: model._check_release(n, d, cal, size), model, n, lam, target, method)
     charge = _Charge(cal, size, tv)
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         ledger.charge(dataset, charge, note=note)

@@ -112,12 +112,22 @@ def solve_increasing(certify, guess: float, eps: float, name: str) -> tuple[floa
     InfeasiblePrivacyError when even knob = 1e-300 does not certify.
     """
     log_eps, evals = math.log(eps), 0
+    finite = [math.inf]  # the smallest t seen with a finite certificate
+    above: list[float] = []  # every t seen with f(t) > 0
 
     def f(t: float) -> float:
         nonlocal evals
         evals += 1
         e = float(certify(math.exp(t)))
-        return (math.log(e) if e > 0 else -math.inf) - log_eps
+        if math.isnan(e):
+            e = math.inf  # never certify from NaN
+        if e < math.inf:
+            finite[0] = min(finite[0], t)
+        # finite and sign-preserving (Brent's method needs finite values): e = 0 certifies
+        value = min((math.log(e) - log_eps) if e > 0 else -1e3, 1e3)
+        if value > 0:
+            above.append(t)
+        return value
 
     t = min(max(math.log(guess) if guess > 0 else _T_MIN, _T_MIN), 0.0)
     step = 1e-9
@@ -135,6 +145,47 @@ def solve_increasing(certify, guess: float, eps: float, name: str) -> tuple[floa
         while True:
             if hi <= _T_MIN:
                 floor = float(certify(math.exp(_T_MIN)))
+                if not floor < math.inf and finite[0] == math.inf:
+                    # the geometric steps may jump over a window of finite certificates
+                    # (below it the sampler's parameters overflow, above it the divergence):
+                    # scan log(knob) in steps of 1/2 (the certificate is cheap here)
+                    for k in range(1, int(-2 * _T_MIN)):
+                        if float(certify(math.exp(-0.5 * k))) < math.inf:
+                            finite[0] = -0.5 * k
+                            break
+                if not floor < math.inf and finite[0] < math.inf:
+                    # the certificate is infinite at the smallest knobs (a parameter of the
+                    # sampler overflows there): the floor is where it becomes finite
+                    t_inf, t_fin = _T_MIN, finite[0]
+                    for _ in range(60):
+                        mid = 0.5 * (t_inf + t_fin)
+                        if float(certify(math.exp(mid))) < math.inf:
+                            t_fin = mid
+                        else:
+                            t_inf = mid
+                    floor = float(certify(math.exp(t_fin)))
+                    if floor <= eps:
+                        higher = [v for v in above if v > t_fin]
+                        if higher:
+                            lo, hi = t_fin, min(higher)
+                            break
+                        if f(0.0) <= 0:
+                            return 1.0, evals
+                        lo, hi = t_fin, 0.0
+                        break
+                    raise InfeasiblePrivacyError(
+                        f"eps={eps:g} is below what any {name} certifies ({floor:g}, at "
+                        f"{name}={math.exp(t_fin):.3g}; smaller values overflow the sampler's "
+                        f"parameters); ask for eps >= {floor:.6g}",
+                        reachable={"min_eps": floor},
+                    )
+                if not floor < math.inf:
+                    raise InfeasiblePrivacyError(
+                        f"no {name} >= 1e-300 gives a finite certified eps for these public "
+                        "inputs (the divergence or the sampler's parameters exceed the float "
+                        "range); try another method or less extreme prior and data bounds",
+                        reachable={"min_eps": math.inf, "method": "another"},
+                    )
                 raise InfeasiblePrivacyError(
                     f"eps={eps:g} is below what any {name} >= 1e-300 certifies ({floor:g}); "
                     "ask for a larger eps",

@@ -206,10 +206,13 @@ class GammaPoisson(OneKnobConjugate):
         h = np.array([p[1] for p in pairs])
         lo, up = second_difference_bounds(x, h, np.full(4, lam_c))
         up = [math.inf if math.isnan(v) else float(v) for v in up]
+        # an infinite float bound is not final either: at tiny shapes (alpha/m ~ 1e-300)
+        # the trigamma bounds overflow while T itself is finite, and the high-precision
+        # bound (no overflow; inf only where x + lam h <= 0 exactly) certifies it
         final = [math.isfinite(u) and u - lo[i] <= _TIGHT * u for i, u in enumerate(up)]
         while True:
             best = max(range(4), key=up.__getitem__)
-            if final[best] or not math.isfinite(up[best]):
+            if final[best]:
                 return up[best], best
             up[best] = min(up[best], second_difference_upper(x[best], h[best], lam_c, lo[best]))
             final[best] = True

@@ -18,16 +18,26 @@ rounding included (docs/normal.md).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from .. import mechanisms
+from ..certified import round_up
 from ..data import exact_sum, fraction_to_float, statistics
 from ..validation import _real, check_bool, check_n, check_unit_knob
 from .base import OneKnobConjugate, U, add_up, check_orders, solve_increasing
 
 _SCALE = (1e-100, 1e100)  # sigma, noise_sigma: squares neither overflow nor vanish
 _LOCATION = 1e100  # |mu|, |low|, |high|
+
+
+_UNDERFLOW = 2.0**-960  # below this the float certificate's relative error bound fails
+
+
+def _exact_up(lam: float, delta: float, sd: float) -> float:
+    """lam delta^2 / (2 sd^2) in exact rationals, rounded up (the float form underflows)."""
+    return round_up(Fraction(lam) * Fraction(delta) ** 2 / (2 * Fraction(sd) ** 2))
 
 
 def _scale(value, name: str) -> float:
@@ -141,7 +151,10 @@ class NormalKnownVariance(OneKnobConjugate):
         afterwards is post-processing. None when a constant overflows (no certificate).
         """
         s2 = self.noise_sigma**2
-        p0 = 1.0 / (m * self.sigma**2)  # precision of prior^(1/m)
+        prior_var = m * self.sigma**2
+        if not prior_var > 0:  # m sigma^2 underflowed: the prior's precision overflows
+            return None
+        p0 = 1.0 / prior_var  # precision of prior^(1/m)
         tau = p0 + r * n / s2
         w = (r / s2) / tau
         offset = self._centre + (self.mu - self._centre) * (p0 / tau)
@@ -173,32 +186,52 @@ class NormalKnownVariance(OneKnobConjugate):
             return (np.full(np.shape(lam), np.inf) if np.ndim(lam) else math.inf), 0
         w, _, sd = consts
         delta = w * self._spread(n) + 2.0**-1072
-        with np.errstate(over="ignore", invalid="ignore"):
-            val = lam * 0.5 * (delta / sd) ** 2 * (1.0 + 8 * U)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            q = delta / sd  # a product, not ** 2: Python's float power raises on overflow
+            val = lam * 0.5 * (q * q) * (1.0 + 8 * U)
         if np.ndim(val):
-            return np.where(np.isnan(val), np.inf, val), 0
-        return (math.inf if math.isnan(val) else float(val)), 0
+            val = np.where(np.isnan(val), np.inf, val)
+            tiny = np.flatnonzero(val < _UNDERFLOW)
+            if tiny.size:
+                val = np.array(val, float)
+                flat = val.reshape(-1)
+                lams = np.broadcast_to(lam, val.shape).reshape(-1)
+                for i in tiny:
+                    flat[i] = _exact_up(float(lams[i]), delta, sd)
+            return val, 0
+        if math.isnan(val):
+            return math.inf, 0
+        # where the float expression underflows its rounding error is no longer relative:
+        # evaluate it exactly and round up (never a certificate of 0 for D > 0)
+        return (_exact_up(float(lam), delta, sd) if val < _UNDERFLOW else float(val)), 0
 
     def _search(self, n: int, lam: float, eps: float, method: str) -> tuple[float, int]:
         """Closed-form root of eps = c r^2 / (p0 + r n / s^2) (diffused, p0 = 1/sigma^2) or
         c / (1/(m sigma^2) + n / s^2) (concentrated), c = lam A^2 / (2 s^4); then a
         bracketed solve on the certificate itself (docs/normal.md)."""
-        s2 = self.noise_sigma**2
-        c = lam * 0.5 * (self._spread(n) / s2) ** 2
-        b = eps * n / s2
-        if method == "diffused":
-            e = eps / self.sigma**2
-            guess = (b + math.hypot(b, 2.0 * math.sqrt(c * e))) / (2.0 * c)  # no cancellation
-        else:
-            p0 = c / eps - n / s2
-            guess = 1.0 / (self.sigma**2 * p0) if p0 > 0 else 1.0
-        if not math.isfinite(guess):
-            guess = 1.0
+        guess = self._guess(n, lam, eps, method)
 
         def certify(value: float) -> float:
             return self._sup_at(n, lam, *mechanisms.knobs(method, value))[0]
 
         return solve_increasing(certify, guess, eps, mechanisms.KNOB[method])
+
+    def _guess(self, n: int, lam: float, eps: float, method: str) -> float:
+        """The closed-form root (a starting point only: the certificate decides), or 1.0
+        where the floats of the formula overflow or vanish (extreme public inputs)."""
+        s2 = self.noise_sigma**2
+        try:
+            c = lam * 0.5 * (self._spread(n) / s2) ** 2
+            b = eps * n / s2
+            if method == "diffused":
+                e = eps / self.sigma**2
+                guess = (b + math.hypot(b, 2.0 * math.sqrt(c * e))) / (2.0 * c)
+            else:
+                p0 = c / eps - n / s2
+                guess = 1.0 / (self.sigma**2 * p0) if p0 > 0 else 1.0
+        except (OverflowError, ZeroDivisionError):
+            return 1.0
+        return guess if math.isfinite(guess) and guess > 0 else 1.0
 
     def rdp(self, n, orders, r: float = 1.0, m: float = 1.0, method: str | None = None):
         """Certified RDP curve lam delta^2 tau / 2 for data sets of size n (array like ``orders``).

@@ -327,10 +327,14 @@ def _even_moment_ratio(sigma: float) -> float:
     E4(x) = e^x - 1 - x - x^2/2 - x^3/6 = sum_{k>=4} x^k / k!, so
     F = sum_{k>=4} sigma^(k-2) E|N|^k / k!, E|N|^k = 2^(k/2) Gamma((k+1)/2) / sqrt(pi).
     Summed term by term (positive terms) until they are negligible, plus a geometric bound
-    on the rest; increasing in sigma.
+    on the rest; increasing in sigma. inf (a valid, useless bound) when a term overflows
+    or the series needs more than 10^5 terms (sigma in the hundreds: the prior is so flat
+    that no finite mass bound is of use).
     """
     if sigma <= 0:
         return 0.0
+    if not math.isfinite(sigma):
+        return math.inf
     total, k = 0.0, 4
     while True:
         log_term = (
@@ -340,6 +344,8 @@ def _even_moment_ratio(sigma: float) -> float:
             - 0.5 * math.log(math.pi)
             - math.lgamma(k + 1.0)
         )
+        if log_term > 700.0:  # e^log_term would overflow: F is beyond any use
+            return math.inf
         term = math.exp(log_term)
         total += term
         # successive ratio t_{k+1}/t_k = sigma sqrt(2) Gamma(k/2+1) / (Gamma((k+1)/2) (k+1))
@@ -349,7 +355,7 @@ def _even_moment_ratio(sigma: float) -> float:
             return (total + term * q / (1.0 - q)) * (1.0 + 64.0 * U * k)
         k += 1
         if k > 100_000:
-            raise ValueError(f"sigma = {sigma} is too large for the mass bound")
+            return math.inf
 
 
 def log_mass_lower(d: int, p: float, c: float, eta: float, curvature_trace: float) -> float:
@@ -360,7 +366,8 @@ def log_mass_lower(d: int, p: float, c: float, eta: float, curvature_trace: floa
     perturbation and trace >= tr(K^-1 H_L) (public: (1 + eta) min(d kappa, r n c^2 / 4p)).
     """
     sigma = c * math.sqrt((1.0 + eta) / p) * (1.0 + 4.0 * U)  # lambda_min(K) >= p/(1+eta)
-    loss = eta * d / 2.0 + _even_moment_ratio(sigma) * curvature_trace
+    spread = _even_moment_ratio(sigma)
+    loss = eta * d / 2.0 + (spread * curvature_trace if curvature_trace > 0 else 0.0)
     value = 0.5 * d * math.log(2.0 * math.pi) - loss
     return value - 8.0 * U * (abs(value) + loss)
 

@@ -319,6 +319,18 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPla
         log_a += log_ball
     a_min = math.exp(log_a) * (1.0 - 64.0 * U)
     expected = 1.0 / a_min if a_min > 0 else math.inf
+    if log_a == -math.inf:
+        # the mass bound (or the envelope) is useless: a prior this flat next to the data's
+        # curvature leaves no positive public acceptance bound at any budget
+        raise ExactInfeasibleError(
+            f"the exact back-end has no positive public acceptance bound for n={n}, d={d}, "
+            f"beta={beta:g}, c={c:g}, r={r:g}, m={m:g}: the prior precision n beta / m = "
+            f"{p_low:.3g} is too small next to the data's curvature (r n c^2 / 4 = "
+            f"{lam_bound:.3g}); use a larger beta, a smaller c, or another back-end (no "
+            "max_proposals suffices)",
+            max_proposals=max_proposals,
+            expected=math.inf,
+        )
     proposals = _budget(a_min, size, delta_f, max_proposals)
     if proposals is None:
         raise ExactInfeasibleError(
