@@ -209,9 +209,7 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=No
         if on_bad == "raise" or not can_warn:
             message = convergence_message(problems, diag["attempts"], can_warn=can_warn)
             raise ConvergenceError(message, diagnostics=diag)
-        message = convergence_message(
-            problems, diag["attempts"], can_warn=True, released=True
-        )
+        message = convergence_message(problems, diag["attempts"], can_warn=True, released=True)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     chains, n_draws, _ = draws.shape
     k = 1 if size is None else size
