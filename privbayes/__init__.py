@@ -31,6 +31,7 @@ _LAZY = {
     "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
+    "ExactInfeasibleError": (".sampling.exact", "ExactInfeasibleError"),
     "GammaPoisson": (".models", "GammaPoisson"),
     "MultinomialLogisticRegression": (".models", "MultinomialLogisticRegression"),
     "NormalKnownVariance": (".models", "NormalKnownVariance"),
@@ -63,6 +64,7 @@ __all__ = [
     "ConvergenceError",
     "DataError",
     "DirichletCategorical",
+    "ExactInfeasibleError",
     "GammaPoisson",
     "InfeasiblePrivacyError",
     "Ledger",
@@ -122,3 +124,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
         NormalKnownVariance,
     )
     from .release import PrivateSample, release_query, sample
+    from .sampling.exact import ExactInfeasibleError
