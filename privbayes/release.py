@@ -298,9 +298,10 @@ def sample(
     ledger, dataset, note : a :class:`privbayes.Ledger` (or the path, str or os.PathLike,
         of an existing one, opened for this call; a missing file is a LedgerError) and the
         budget name to charge. The mechanism's whole RDP curve is charged *before*
-        sampling; BudgetExceededError means nothing was released. A GLM run that then fails its diagnostics keeps its charge
-        (the chains did read the data: docs/privacy.md §6); settings that can never pass
-        are refused when the model is built, before any charge.
+        sampling; BudgetExceededError means nothing was released. A GLM run that then
+        fails its diagnostics keeps its charge (the chains did read the data:
+        docs/privacy.md §6); settings that can never pass are refused when the model is
+        built, before any charge.
 
     Returns
     -------
