@@ -22,6 +22,7 @@ from .errors import (
     InfeasiblePrivacyError,
     PrivBayesError,
     SamplingError,
+    StepCapWarning,
 )
 
 __version__ = "0.1.0"
@@ -75,6 +76,7 @@ __all__ = [
     "PrivateSample",
     "RdpAccountant",
     "SamplingError",
+    "StepCapWarning",
     "accounting",
     "audit",
     "calibrate",
