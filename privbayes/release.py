@@ -45,9 +45,17 @@ class PrivateSample:
         draws when ``size`` is set): a proven upper bound on the exact sup over neighbouring
         data sets (docs/numerics.md).
     calibration : the full :class:`Calibration` (public inputs only), per draw.
-    diagnostics : MCMC diagnostics (R-hat, ESS, divergences) for GLM releases, else None.
-        They are computed from chains run on the private data and are *not* covered by
-        the certificate: use them to decide whether to trust the draw, do not publish them.
+    diagnostics : the GLM sampler's diagnostics (a dict), else None. Except where listed
+        as public they are computed on the private data and are *not* covered by the
+        certificate: use them to decide whether to trust the draw, do not publish them
+        (the command line leaves them all out). Per back-end: "imh" / "pymc" — all but
+        ``backend`` (R-hat, ESS, acceptance, weights, attempts, ...) are data-dependent;
+        "exact" — only ``backend`` and the ``public`` sub-dict (the plan: delta_f,
+        proposals, the acceptance bound, ...) are public, the other keys (``accepted``,
+        ``acceptance``, ``max_log_ratio``, ``gradient_bound``, ``log_density_error_max``,
+        ``inside_ball``, the ``seconds_*`` timings) are data-dependent; "langevin" — all
+        public (``guarantee``, ``step``, ``steps``, ``steps_capped``, ``chains``:
+        functions of n, the prior and the settings).
 
     size : None for one draw; k when ``sample(..., size=k)`` released k draws at once.
     guarantee : what the certificate covers (README, "Which guarantee a release carries"):
