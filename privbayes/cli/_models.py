@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from ._io import UsageError, binary, codes, floats, labels
 
@@ -503,6 +504,22 @@ class LogisticAdapter(Adapter):
             X = X * factor
         if args.clip:
             X = clip_rows(X, model.feature_bound)
+        try:  # the model's own row-norm check, with the command line's remedies
+            model._statistics((X, y))
+        except ValueError as exc:
+            if "have norm >" not in str(exc):
+                raise
+            lines = [line for line, _ in table.rows]
+            first = re.search(r"\(first: ([\d, ]+)\)", str(exc))
+            shown = (
+                ", ".join(str(lines[int(i)]) for i in first.group(1).split(",")) if first else ""
+            )
+            text = str(exc).split(" (first:")[0].replace(" row(s) of X", " row(s)")
+            raise UsageError(
+                f"--features: {text} (first: line(s) {shown}); pass --scale B with a public "
+                "bound B on the raw rows' norm, or --clip to clip rows to the bound (the "
+                "guarantee then covers the clipped rows)"
+            ) from None
         return (X, y), {"features": names, "factor": factor, "intercept": model.fit_intercept}
 
     def finish(self, out, details):

@@ -252,7 +252,7 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
         knob = 1.0
     elif method == "direct":
         raise InfeasiblePrivacyError(
-            f"direct Langevin sampling certifies eps={top:.6g} at lam={lam:g} for n={n}, "
+            f"direct Langevin sampling certifies eps={top:.6g} at lam={float(lam)!r} for n={n}, "
             f"beta={model.beta:g}, c={model.c:g}; ask for eps >= {top:.6g} or use "
             "method='diffused' or 'concentrated'",
             reachable={"min_eps": top},

@@ -78,9 +78,11 @@ def test_sample_logistic(logistic_csv, run):
     assert code == 0 and res["method"] == "ops" and res["r"] is None and 0 < res["t"] <= 1
     code, out, err = run(*args, "--backend", "pymc")
     assert code == 0 and len(json.loads(out)["value"]) == 2
-    logistic_csv.write_text("f1,label\n5.0,1\n0.1,0\n")
+    logistic_csv.write_text("f1,label\n0.1,0\n5.0,1\n")
     code, _, err = run(*args[:-1])
     assert code == 2 and "norm > c" in err
+    assert "line(s) 3" in err and "--scale" in err and "--clip" in err  # the CLI's remedies
+    assert "privbayes.preprocessing" not in err and err.count("\n") == 1
 
 
 def test_logistic_intercept_and_public_scaling(tmp_path, run):
