@@ -22,6 +22,7 @@ from .errors import (
     InfeasiblePrivacyError,
     PrivBayesError,
     SamplingError,
+    StepCapWarning,
 )
 
 __version__ = "0.1.0"
@@ -31,6 +32,7 @@ _LAZY = {
     "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
+    "ExactInfeasibleError": (".sampling.exact", "ExactInfeasibleError"),
     "GammaPoisson": (".models", "GammaPoisson"),
     "MultinomialLogisticRegression": (".models", "MultinomialLogisticRegression"),
     "NormalKnownVariance": (".models", "NormalKnownVariance"),
@@ -63,6 +65,7 @@ __all__ = [
     "ConvergenceError",
     "DataError",
     "DirichletCategorical",
+    "ExactInfeasibleError",
     "GammaPoisson",
     "InfeasiblePrivacyError",
     "Ledger",
@@ -73,6 +76,7 @@ __all__ = [
     "PrivateSample",
     "RdpAccountant",
     "SamplingError",
+    "StepCapWarning",
     "accounting",
     "audit",
     "calibrate",
@@ -122,3 +126,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
         NormalKnownVariance,
     )
     from .release import PrivateSample, release_query, sample
+    from .sampling.exact import ExactInfeasibleError

@@ -14,6 +14,7 @@ interval arithmetic: docs/numerics.md) and steps down until that bound meets the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from .validation import check_eps, check_lam, check_n
 
 __all__ = ["Calibration", "calibrate", "certify_down", "guarded", "solve_knob"]
 
+UNDETERMINED = "undetermined (pass d)"  # Calibration.guarantee when d decides the back-end
 _T_MIN = -690.0  # knobs down to ~1e-300
 _MAX_BRENT_ITER = 100
 _MAX_SAFETY_STEPS = 64
@@ -74,7 +76,11 @@ class Calibration:
         """What the certificate covers for this mechanism's releases: "exact" (exact draws
         of the distribution it is proven for: conjugate models, the GLM exact back-end),
         "algorithm" (the law of the released algorithm itself: Langevin) or "approximate"
-        (an MCMC draw; the certificate is for the exact posterior)."""
+        (an MCMC draw; the certificate is for the exact posterior); "undetermined (pass
+        d)" when :func:`calibrate` got a GLM with backend="auto" and no d (the back-end,
+        hence the guarantee, depends on d)."""
+        if getattr(self.model, "backend", None) == "auto":
+            return UNDETERMINED  # calibrate() without d: the back-end is not chosen yet
         return getattr(self.model, "guarantee", "exact")
 
     @property
@@ -113,9 +119,13 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     method : "direct", "diffused" (tunes r) or "concentrated" (tunes m); GLMs also "ops".
     d : GLMs with backend="auto" only: the public number of features, from which (with n
         and the prior) the back-end is chosen as :func:`privbayes.sample` would; the
-        Calibration's ``model`` then carries the chosen back-end. Without it, "auto"
-        calibrates for exact posterior draws (whose certificate also bounds Langevin's at
-        the same knobs).
+        Calibration's ``model`` then carries the chosen back-end. Without it the choice is
+        undetermined (it depends on d): the Calibration's ``model`` keeps backend "auto",
+        its ``guarantee`` is "undetermined (pass d)", and its knob and curve are those of
+        exact posterior draws — the exact back-end's, and safe for Langevin too (that
+        certificate also bounds Langevin's at the same knobs), though Langevin's own
+        calibration may allow a slightly larger knob. (A model whose choice needs no d,
+        e.g. MultinomialLogisticRegression, resolves as sample() would.)
 
     Returns
     -------
@@ -145,12 +155,18 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
         # at the same knobs (docs/langevin.md, Theorem 1)
         # (a model whose choice needs no d, e.g. MultinomialLogisticRegression -> langevin,
         # resolves as sample() would)
+        # the Calibration keeps the "auto" model: its guarantee is undetermined until d is
+        # known, and model.rdp of an "auto" model is the exact posterior's curve
         if d is None and not getattr(model, "resolves_without_d", False):
-            model = model.with_backend("exact")
-        else:
-            model = guarded(
-                lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method
+            exact_model = model.with_backend("exact")
+            cal = guarded(
+                lambda: exact_model._calibrate(n, lam, eps, method), model, n, lam, eps, method
             )
+            # OPS has one back-end, exact: no choice to leave open
+            return cal if method == "ops" else dataclasses.replace(cal, model=model)
+        model = guarded(
+            lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method
+        )
     return guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
 
 

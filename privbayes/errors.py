@@ -61,3 +61,10 @@ class DataError(PrivBayesError, ValueError):
             index,
             value,
         )
+
+
+class StepCapWarning(UserWarning):
+    """Langevin's public step rule hit ``max_steps``: the chain ran fewer steps than it needs
+    to forget its start, so the draw may be far from the posterior (the privacy certificate
+    still holds: it is for the law actually run). Raised by ``backend="langevin"`` releases
+    (docs/langevin.md)."""

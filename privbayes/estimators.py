@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .models.logistic import GLM_METHODS, BayesianLogisticRegression
 from .models.multinomial import MULTINOMIAL_METHODS, MultinomialLogisticRegression
 from .preprocessing import clip_rows
-from .release import sample
+from .release import _open_ledger, sample
 
 
 class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -277,16 +277,3 @@ def _public_classes(classes, y: np.ndarray) -> np.ndarray:
         label = np.asarray(y)[i : i + 1].tolist()[0]  # a plain Python value for the message
         raise ValueError(f"y[{i}] = {label!r} is not one of classes={out.tolist()!r}")
     return out
-
-
-def _open_ledger(ledger):
-    """(Ledger or None, whether to close it after the fit) from the ``ledger`` parameter."""
-    if ledger is None:
-        return None, False
-    if isinstance(ledger, str | os.PathLike):
-        from .accounting.ledger import Ledger
-
-        return Ledger(ledger, create=False), True
-    if hasattr(ledger, "charge"):
-        return ledger, False
-    raise TypeError(f"ledger must be None, a path or a privbayes Ledger; got {ledger!r}")

@@ -7,6 +7,7 @@ returned object holds the draw and the certificate only.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -44,9 +45,17 @@ class PrivateSample:
         draws when ``size`` is set): a proven upper bound on the exact sup over neighbouring
         data sets (docs/numerics.md).
     calibration : the full :class:`Calibration` (public inputs only), per draw.
-    diagnostics : MCMC diagnostics (R-hat, ESS, divergences) for GLM releases, else None.
-        They are computed from chains run on the private data and are *not* covered by
-        the certificate: use them to decide whether to trust the draw, do not publish them.
+    diagnostics : the GLM sampler's diagnostics (a dict), else None. Except where listed
+        as public they are computed on the private data and are *not* covered by the
+        certificate: use them to decide whether to trust the draw, do not publish them
+        (the command line leaves them all out). Per back-end: "imh" / "pymc" — all but
+        ``backend`` (R-hat, ESS, acceptance, weights, attempts, ...) are data-dependent;
+        "exact" — only ``backend`` and the ``public`` sub-dict (the plan: delta_f,
+        proposals, the acceptance bound, ...) are public, the other keys (``accepted``,
+        ``acceptance``, ``max_log_ratio``, ``gradient_bound``, ``log_density_error_max``,
+        ``inside_ball``, the ``seconds_*`` timings) are data-dependent; "langevin" — all
+        public (``guarantee``, ``step``, ``steps``, ``steps_capped``, ``chains``:
+        functions of n, the prior and the settings).
 
     size : None for one draw; k when ``sample(..., size=k)`` released k draws at once.
     guarantee : what the certificate covers (README, "Which guarantee a release carries"):
@@ -168,10 +177,29 @@ def _check_ledger(ledger, dataset) -> None:
         if dataset is not None:
             raise ValueError("dataset is only used with a ledger; pass ledger=Ledger(path)")
         return
-    if not hasattr(ledger, "charge"):
-        raise TypeError(f"ledger must be a privbayes Ledger; got {type(ledger).__name__}")
+    if not hasattr(ledger, "charge") and not isinstance(ledger, str | os.PathLike):
+        raise TypeError(
+            "ledger must be a privbayes Ledger or the path (str or os.PathLike) of one; "
+            f"got {type(ledger).__name__}"
+        )
     if not isinstance(dataset, str) or not dataset.strip():
         raise ValueError("a ledger needs dataset='name' (the budget to charge)")
+
+
+def _open_ledger(ledger):
+    """(Ledger or None, whether to close it after the call) from a ``ledger`` argument:
+    None, a path (str or os.PathLike) of an existing ledger — opened with
+    ``Ledger(path, create=False)``, so a missing file is a LedgerError naming the path —
+    or a :class:`privbayes.Ledger` (used as is)."""
+    if ledger is None:
+        return None, False
+    if isinstance(ledger, str | os.PathLike):
+        from .accounting.ledger import Ledger
+
+        return Ledger(ledger, create=False), True
+    if hasattr(ledger, "charge"):
+        return ledger, False
+    raise TypeError(f"ledger must be None, a path or a privbayes Ledger; got {ledger!r}")
 
 
 def _release(
@@ -280,11 +308,13 @@ def sample(
     column : conjugate models only: the column of a table ``data`` to use (a name), or a
         list of names (one-hot columns of DirichletCategorical); a one-column table needs
         none. Error messages name it.
-    ledger, dataset, note : a :class:`privbayes.Ledger` and the budget name to charge. The
-        mechanism's whole RDP curve is charged *before* sampling; BudgetExceededError means
-        nothing was released. A GLM run that then fails its diagnostics keeps its charge
-        (the chains did read the data: docs/privacy.md §6); settings that can never pass
-        are refused when the model is built, before any charge.
+    ledger, dataset, note : a :class:`privbayes.Ledger` (or the path, str or os.PathLike,
+        of an existing one, opened for this call; a missing file is a LedgerError) and the
+        budget name to charge. The mechanism's whole RDP curve is charged *before*
+        sampling; BudgetExceededError means nothing was released. A GLM run that then
+        fails its diagnostics keeps its charge (the chains did read the data:
+        docs/privacy.md §6); settings that can never pass are refused when the model is
+        built, before any charge.
 
     Returns
     -------
@@ -310,30 +340,35 @@ def sample(
         )
     _check_ledger(ledger, dataset)
     size = _check_size(size, model)
-    if column is not None:
-        if not hasattr(model, "_data_chunk"):
-            raise TypeError(
-                f"column= applies to the conjugate models; {type(model).__name__} takes "
-                "its data as a tuple (X, y) (docs/data.md)"
-            )
-        stats, n = statistics(model, data, column=column)
-    else:
-        stats, n = model._statistics(data)  # conjugate models: privbayes.data.statistics
-    return _release(
-        model,
-        stats,
-        n,
-        lam,
-        eps,
-        method,
-        rng,
-        ledger=ledger,
-        dataset=dataset,
-        note=note,
-        size=size,
-        progressbar=progressbar,
-        on_bad_diagnostics=on_bad_diagnostics,
-    )
+    if column is not None and not hasattr(model, "_data_chunk"):
+        raise TypeError(
+            f"column= applies to the conjugate models; {type(model).__name__} takes "
+            "its data as a tuple (X, y) (docs/data.md)"
+        )
+    ledger, close = _open_ledger(ledger)  # a path: opened (and checked) before the data
+    try:
+        if column is not None:
+            stats, n = statistics(model, data, column=column)
+        else:
+            stats, n = model._statistics(data)  # conjugate models: privbayes.data.statistics
+        return _release(
+            model,
+            stats,
+            n,
+            lam,
+            eps,
+            method,
+            rng,
+            ledger=ledger,
+            dataset=dataset,
+            note=note,
+            size=size,
+            progressbar=progressbar,
+            on_bad_diagnostics=on_bad_diagnostics,
+        )
+    finally:
+        if close:
+            ledger.close()
 
 
 def release_query(
@@ -379,16 +414,21 @@ def release_query(
     clip = check_bool(clip, "clip")
     _check_ledger(ledger, dataset)
     model = MeanQuery(alpha, beta, clip=clip)
-    counts, n = statistics(model, values, column=column, name="values")
-    return _release(
-        model,
-        counts,
-        n,
-        lam,
-        eps,
-        method,
-        rng,
-        ledger=ledger,
-        dataset=dataset,
-        note=note,
-    )
+    ledger, close = _open_ledger(ledger)  # a path: opened (and checked) before the data
+    try:
+        counts, n = statistics(model, values, column=column, name="values")
+        return _release(
+            model,
+            counts,
+            n,
+            lam,
+            eps,
+            method,
+            rng,
+            ledger=ledger,
+            dataset=dataset,
+            note=note,
+        )
+    finally:
+        if close:
+            ledger.close()

@@ -52,11 +52,25 @@ def test_auto_prefers_langevin_where_exact_needs_too_many_proposals():
 def test_auto_without_d_calibrates_for_exact_draws_and_bounds_langevin():
     model = pb.BayesianLogisticRegression(beta=1e-2)
     cal = pb.calibrate(model, 500, 2.0, 0.3)
-    assert cal.model.backend == "exact" and cal.eps <= 0.3
+    # the back-end depends on d: left undetermined, with the exact posterior's knob
+    assert cal.model.backend == "auto" and cal.guarantee == "undetermined (pass d)"
+    assert cal.eps <= 0.3 and cal.sampler is None
+    exact = pb.calibrate(model.with_backend("exact"), 500, 2.0, 0.3)
+    assert (cal.r, cal.m, cal.eps) == (exact.r, exact.m, exact.eps)
+    orders = np.array([1.5, 2.0, 8.0, np.inf])
+    np.testing.assert_array_equal(cal.rdp(orders), exact.rdp(orders))
     lang = pb.BayesianLogisticRegression(beta=1e-2, backend="langevin")
     # Langevin's certificate at the same knob never exceeds the posterior's (Theorem 1)
     orders = np.array([1.5, 2.0, 8.0])
     assert (lang.rdp(500, orders, r=cal.r) <= cal.rdp(orders)).all()
+    # which back-end d picks, and its own knob (Langevin's may differ from exact's)
+    small = pb.BayesianLogisticRegression(beta=1e-3)
+    assert pb.calibrate(small, 426, 2.0, 1.0, d=1).model.backend == "exact"
+    wide = pb.calibrate(small, 426, 2.0, 1.0, d=30)
+    assert wide.model.backend == "langevin" and wide.guarantee == "algorithm"
+    assert pb.calibrate(small, 426, 2.0, 1.0).model.backend == "auto"
+    # OPS has a single back-end (exact): nothing left open
+    assert pb.calibrate(model, 500, 2.0, 0.3, "ops").model.backend == "exact"
 
 
 def test_ops_under_auto_needs_the_exact_backend():

@@ -220,3 +220,12 @@ def test_large_k_is_linear_not_quadratic():
     model = DirichletCategorical(np.linspace(0.5, 3.0, 3000))
     curve = model.rdp(100, np.linspace(1.1, 5.9, 50), r=0.1)  # was K^2 x orders in memory
     assert curve.shape == (50,) and np.isfinite(curve).all()
+
+
+def test_messages_show_lam_to_full_precision():
+    lam = 1 + 1e-13
+    for model in (pb.BetaBernoulli(), pb.BayesianLogisticRegression(beta=0.1),
+                  pb.GammaPoisson(1.0, 1.0, 5)):  # fmt: skip
+        with pytest.raises(InfeasiblePrivacyError) as err:
+            pb.calibrate(model, 100, lam, 1e-20, "direct")
+        assert f"at lam={lam!r} " in str(err.value) and "lam=1 " not in str(err.value)

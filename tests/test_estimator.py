@@ -121,6 +121,31 @@ def test_ledger_refuses_the_fit_that_would_overspend(tmp_path):
         PrivateLogisticRegression(ledger=str(tmp_path / "typo.db"), dataset="d").fit(X, y)
 
 
+def test_cross_validation_needs_error_score_raise_to_surface_an_overspend(tmp_path):
+    """scikit-learn's default error_score=nan turns BudgetExceededError into NaN scores; the
+    README's repeated-fits example passes error_score="raise"."""
+    import warnings
+    from pathlib import Path
+
+    from sklearn.model_selection import KFold, cross_val_score
+
+    X, y = _small(n=100)
+    path = tmp_path / "cv.sqlite"
+    pb.Ledger(path).init_budget("d", eps=8.0, delta=1e-6)  # room for a fit or two, not 5
+    est = PrivateLogisticRegression(eps=1.0, random_state=0, ledger=path, dataset="d")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        swallowed = cross_val_score(est, X, y, cv=KFold(5))
+    assert np.isnan(swallowed).any()  # the default hides the refusal
+    pb.Ledger(path).init_budget("e", eps=8.0, delta=1e-6)
+    est.set_params(dataset="e")
+    with pytest.raises(pb.BudgetExceededError):
+        cross_val_score(est, X, y, cv=KFold(5), error_score="raise")
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("### Repeated fits")[1].split("### ")[0]
+    assert 'cv=KFold(5), error_score="raise")' in section and "GridSearchCV" in section
+
+
 def test_estimator_is_sample_with_an_intercept():
     """One code path: the estimator's draws are those of sample() with fit_intercept."""
     X, y = _small(n=80, seed=3)

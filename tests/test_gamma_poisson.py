@@ -262,3 +262,17 @@ def test_audit_at_the_worst_pair_reaches_a_fraction_of_the_certificate(method):
     )
     assert not res.violation and res.eps_lower <= res.eps_certified
     assert res.fraction >= 0.3, res
+
+
+def test_max_count_and_clip_messages():
+    for bad in (-1, 0, 2**60):
+        with pytest.raises(ValueError, match=r"max_count must be an integer in \[1, 2\*\*53\]"):
+            GammaPoisson(1.0, 1.0, bad)
+    with pytest.raises(TypeError, match=r"max_count must be an integer in \[1, 2\*\*53\]"):
+        GammaPoisson(1.0, 1.0, 2.5)
+    for counts in ([-1.0, 1.0], [2.5, 1.0]):
+        with pytest.raises(pb.DataError, match="clip=True only lowers counts above max_count"):
+            pb.sample(GammaPoisson(1.0, 1.0, 5, clip=True), np.array(counts), 2.0, 1.0)
+        with pytest.raises(pb.DataError) as err:
+            pb.sample(GammaPoisson(1.0, 1.0, 5), np.array(counts), 2.0, 1.0)
+        assert "clip=True" not in str(err.value)

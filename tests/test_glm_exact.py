@@ -374,6 +374,9 @@ def test_exact_feasibility_is_public_and_refuses_before_the_data(monkeypatch):
         X.exact_feasibility(11_982, 197, 1e-3, 1.0)
     assert err.value.expected_proposals_per_draw > 1e10
     assert isinstance(err.value, ValueError)
+    assert isinstance(err.value, pb.InfeasiblePrivacyError)  # one except clause for both
+    assert pb.ExactInfeasibleError is X.ExactInfeasibleError
+    assert "ExactInfeasibleError" in pb.__all__
 
     def touched(*a, **k):
         raise AssertionError("the data were touched")

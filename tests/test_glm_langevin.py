@@ -10,6 +10,7 @@ mass is checked, and the whole pipeline is checked against the closed form of a 
 """
 
 import math
+import warnings
 from fractions import Fraction as F
 
 import mpmath
@@ -390,11 +391,20 @@ def test_steps_cap_and_public_schedule():
     full = pb.calibrate(BayesianLogisticRegression(beta=1e-6, backend="langevin"), 1000, 2.0, 1.0)
     assert full.r < cal.r  # fewer steps: a larger r for the same eps
     x, y = _toy(n=1000, d=2, seed=3)
-    rel = pb.sample(model, (x, y), 2.0, 1.0, rng=0)
+    with pytest.warns(pb.StepCapWarning, match="far from the posterior") as record:
+        rel = pb.sample(model, (x, y), 2.0, 1.0, rng=0)
+    assert issubclass(pb.StepCapWarning, UserWarning) and record[0].filename == __file__
+    text = str(record[0].message)
+    assert "larger beta" in text and "max_steps" in text and "certificate still holds" in text
     assert rel.diagnostics == {
         "backend": "langevin", "guarantee": "algorithm", "step": cal.sampler["step"],
         "steps": 50, "steps_capped": True, "chains": 1,
     }  # fmt: skip
+    uncapped = BayesianLogisticRegression(beta=0.05, backend="langevin")
+    assert not pb.calibrate(uncapped, 1000, 2.0, 1.0).sampler["capped"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pb.StepCapWarning)
+        pb.sample(uncapped, (x, y), 2.0, 1.0, rng=0)  # no warning when the cap is not hit
 
 
 def test_infeasible_and_refused_before_anything_runs(tmp_path):

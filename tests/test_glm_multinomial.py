@@ -423,3 +423,9 @@ def test_estimator_public_classes():
         pb.PrivateLogisticRegression(classes=[0, 1]).fit(x, y)
     two = pb.PrivateLogisticRegression(eps=4.0, random_state=0, classes=[0, 1])
     assert two.fit(x[y < 2], y[y < 2]).coef_.shape == (1, 2)
+
+
+def test_unknown_option_names_the_class():
+    with pytest.raises(TypeError, match=r"MultinomialLogisticRegression\(\).*'bogus'"):
+        pb.MultinomialLogisticRegression(n_classes=3, bogus=1)
+    assert pb.MultinomialLogisticRegression(n_classes=3, tune=10, backend="imh").tune == 10

@@ -93,6 +93,22 @@ def test_narrow_failures_offer_warn():
         pb.sample(model, (X, y), 2.0, 1.0, rng=0)
 
 
+def test_warn_says_the_run_was_released_and_weakened():
+    X, y = _toy()
+    for backend in ("imh", "pymc"):
+        if backend == "pymc":
+            pytest.importorskip("pymc")
+        model = BayesianLogisticRegression(beta=0.05, backend=backend, draws=4, tune=0,
+                                           chains=2, reruns=0)  # fmt: skip
+        with pytest.warns(RuntimeWarning) as record:
+            rel = pb.sample(model, (X, y), 2.0, 1.0, rng=0, on_bad_diagnostics="warn")
+        assert rel.value.shape == (2,)
+        text = " ".join(str(w.message) for w in record)
+        assert "released anyway under on_bad_diagnostics='warn'" in text
+        assert "weakened" in text and "approximate" in text
+        assert "nothing was released" not in text and "would release" not in text
+
+
 # -- item 14: the intercept inside the release flow ---------------------------------------------
 def test_intercept_is_appended_inside_the_release():
     X, y = _toy(n=80)

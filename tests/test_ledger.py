@@ -398,3 +398,25 @@ def test_extreme_delta_is_converted_on_the_wide_grid(tmp_path):
     st = narrow.status("d")[0]
     assert st["at_grid_edge"] is True and st["order"] == 1024
     assert st["eps_spent"] == pytest.approx(0.7187, abs=1e-4)
+
+
+def test_sample_and_release_query_take_a_ledger_path(tmp_path):
+    path = tmp_path / "p.sqlite"
+    Ledger(path).init_budget("d", 100.0, 1e-6)
+    flips = np.array([1.0, 0.0, 1.0, 1.0])
+    for ledger in (path, str(path)):
+        pb.sample(pb.BetaBernoulli(), flips, 2.0, 1.0, ledger=ledger, dataset="d", rng=0)
+        pb.release_query(flips * 0.5, 2.0, 1.0, ledger=ledger, dataset="d", rng=0)
+    assert len(Ledger(path).status("d")[0]["charges"]) == 4
+    for call in (
+        lambda led: pb.sample(pb.BetaBernoulli(), flips, 2.0, 1.0, ledger=led, dataset="d"),
+        lambda led: pb.release_query(flips, 2.0, 1.0, ledger=led, dataset="d"),
+    ):
+        with pytest.raises(pb.errors.LedgerError, match="typo.sqlite") as missing:
+            call(tmp_path / "typo.sqlite")
+        with pytest.raises(pb.errors.LedgerError) as direct:
+            Ledger(tmp_path / "typo.sqlite", create=False)
+        assert str(missing.value) == str(direct.value)  # the same clear error as elsewhere
+        assert not (tmp_path / "typo.sqlite").exists()
+        with pytest.raises(TypeError, match="path"):
+            call(3)

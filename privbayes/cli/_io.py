@@ -77,9 +77,15 @@ class Table:
             raise UsageError(f"{flag}: no column {name!r} in {self.path}; columns: {shown}")
         idx = self.header.index(name)
         out = []
+        width = len(self.header)
         for line, row in self.rows:
             if idx >= len(row):
                 raise UsageError(f"{flag} {name!r}: line {line} has no value")
+            if len(row) > width:  # the cells may have shifted: refuse rather than guess
+                raise UsageError(
+                    f"--data: line {line} of {self.path} has {len(row)} fields but the header "
+                    f"has {width}; fix the row (quote cells that contain commas)"
+                )
             out.append((line, row[idx].strip()))
         return out
 

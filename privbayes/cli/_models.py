@@ -717,7 +717,7 @@ def privacy_args(parser, methods: tuple[str, ...], *, seed: bool = True) -> None
         "--method",
         choices=methods,
         default="diffused",
-        help="mechanism (default diffused); ops: logistic only",
+        help="mechanism (default diffused)" + ("; ops: logistic only" if "ops" in methods else ""),
     )
     if seed:
         parser.add_argument(

@@ -77,7 +77,8 @@ def run(args) -> dict:
         d=1 if getattr(args, "d", None) is None else args.d,
     )
     res = audit_model(model, args.n, args.lam, args.eps, args.method, args.trials, **options)
-    cal = calibrate(model, args.n, args.lam, args.eps, args.method)
+    glm_d = options["d"] if hasattr(model, "_resolve") else None  # the back-end audited
+    cal = calibrate(model, args.n, args.lam, args.eps, args.method, d=glm_d)
     out = {
         "model": adapter.name,
         "method": cal.method,

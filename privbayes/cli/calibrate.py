@@ -39,4 +39,12 @@ def run(args) -> dict:
         "guarantee": cal.guarantee,
         **({"backend": cal.model.backend} if hasattr(cal.model, "backend") else {}),
         **({"sampler": cal.sampler} if cal.sampler is not None else {}),
+        **({"note": AUTO_NOTE} if getattr(cal.model, "backend", None) == "auto" else {}),
     }
+
+
+AUTO_NOTE = (
+    "backend auto: the back-end (exact or langevin), hence the guarantee, depends on the "
+    "number of features; pass --d to see the choice. r/m above are the exact posterior's "
+    "knob, also safe for langevin (whose own calibration may allow a slightly larger one)"
+)

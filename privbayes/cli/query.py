@@ -64,13 +64,14 @@ def run(args) -> dict:
             out = result(rel)
             out["value_in_range"] = lo + (hi - lo) * rel.value
             return out
-        x = floats(Table(args.data).column(args.column), args.column)
+        cells = Table(args.data).column(args.column)
+        x = floats(cells, args.column)
         outside = np.flatnonzero((x < lo) | (x > hi))
         if outside.size and not args.clip:
-            i = int(outside[0])
+            line, cell = cells[int(outside[0])]
             raise UsageError(
-                f"column {args.column!r}: data row {i} = {x[i]!r} is outside [{lo:g}, {hi:g}] "
-                f"({outside.size} rows); widen the public range or pass --clip"
+                f"column {args.column!r}: line {line} is {cell!r}, outside [{lo:g}, {hi:g}] "
+                f"({outside.size} row(s)); widen the public range or pass --clip"
             )
         values = np.clip((x - lo) / (hi - lo), 0.0, 1.0)
         rel = release_query(
@@ -95,6 +96,7 @@ def _large_query(args, lo: float, hi: float, charge: dict):
     """The query on a Parquet file, directory or glob: rescaled lazily, reduced in the engine
     (values outside the range are reported in the rescaled units [0, 1])."""
     from ..data import _select, as_array, is_dask
+    from ..errors import DataError
     from ..release import release_query
 
     col, _ = _select(open_source(args.data), args.column, "--data")  # lazy for Dask
@@ -112,10 +114,14 @@ def _large_query(args, lo: float, hi: float, charge: dict):
             rng=args.seed,
             **charge,
         )
-    except ValueError as exc:
-        if "query values must lie in [0, 1]" not in str(exc):
-            raise
+    except DataError as exc:
+        # name the column and its row (the values passed on are the rescaled column)
+        text = str(exc).replace(f"{exc.column}[{exc.index}]", f"row {exc.index}")
+        text = text.split(". Rescale by")[0]  # the Python advice; the CLI's follows
+        if exc.rule == "finite":
+            text = text.replace(exc.column, f"column {args.column!r}", 1)
+            raise UsageError(text) from None
         raise UsageError(
-            f"column {args.column!r} (rescaled from [{lo:g}, {hi:g}] to [0, 1]): {exc}; widen "
+            f"column {args.column!r} (rescaled from [{lo:g}, {hi:g}] to [0, 1]): {text}; widen "
             "the public range or pass --clip"
         ) from None

@@ -378,16 +378,16 @@ class DirichletFamily(Frozen):
             if cap <= 1.0:
                 raise InfeasiblePrivacyError(
                     f"direct sampling is RDP at order lam only for lam < 1 + min(alpha) = "
-                    f"{1 + a_min:g} (paper Corollary 1); got lam={lam:g}. Use method='diffused' "
-                    "or 'concentrated', or a smaller lam",
+                    f"{1 + a_min:g} (paper Corollary 1); got lam={float(lam)!r}. Use "
+                    "method='diffused' or 'concentrated', or a smaller lam",
                     reachable={"max_lam": 1 + a_min},
                 )
             achieved, worst = certify(1.0)
             if achieved > eps:
                 raise InfeasiblePrivacyError(
-                    f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}, above "
-                    f"the requested eps={eps:g}; ask for eps >= {achieved:.6g} or use "
-                    "method='diffused' or 'concentrated'",
+                    f"direct sampling certifies eps={achieved:.6g} at lam={float(lam)!r} "
+                    f"for n={n}, above the requested eps={eps:g}; ask for eps >= "
+                    f"{achieved:.6g} or use method='diffused' or 'concentrated'",
                     reachable={"min_eps": achieved},
                 )
             return Calibration(
@@ -424,7 +424,7 @@ class DirichletFamily(Frozen):
             a_min = float(self._grid(n, r_min, m_min)[0].min())
             max_lam = 1.0 + a_min / r_min
             raise InfeasiblePrivacyError(
-                f"method={method!r} cannot certify any finite eps at lam={lam:g} for n={n}: "
+                f"method={method!r} cannot certify any finite eps at lam={float(lam)!r} for n={n}: "
                 f"the sup is finite only while r (lam - 1) < min(alpha) / m, and even the "
                 f"smallest {knob_name} whose posterior parameters alpha/m + r*c are exact in "
                 f"float64 ({floor:.3g}) breaks that (docs/numerics.md). Reachable: "
@@ -435,7 +435,7 @@ class DirichletFamily(Frozen):
         if lowest > eps:
             raise InfeasiblePrivacyError(
                 f"eps={eps:g} is below the smallest eps this mechanism can certify at "
-                f"lam={lam:g} for n={n} ({lowest:.6g}): the {knob_name} would fall below "
+                f"lam={float(lam)!r} for n={n} ({lowest:.6g}): the {knob_name} would fall below "
                 f"{floor:.3g}, where the posterior parameters alpha/m + r*c can no longer "
                 f"be exact in float64 (docs/numerics.md); ask for eps >= {lowest:.6g}",
                 reachable={"min_eps": lowest},

@@ -248,9 +248,9 @@ class OneKnobConjugate(Frozen):
             achieved = float(self.rdp(n, lam))
             if achieved > eps:
                 raise InfeasiblePrivacyError(
-                    f"direct sampling certifies eps={achieved:.6g} at lam={lam:g} for n={n}, "
-                    f"above the requested eps={eps:g}; ask for eps >= {achieved:.6g} or use "
-                    "method='diffused' or 'concentrated'",
+                    f"direct sampling certifies eps={achieved:.6g} at lam={float(lam)!r} "
+                    f"for n={n}, above the requested eps={eps:g}; ask for eps >= "
+                    f"{achieved:.6g} or use method='diffused' or 'concentrated'",
                     reachable={"min_eps": achieved},
                 )
             knob, evals = 1.0, 1
@@ -273,7 +273,7 @@ class OneKnobConjugate(Frozen):
         cap = self._cap(n, lam)
         if not cap > 0:
             raise InfeasiblePrivacyError(
-                f"no {name} > 0 gives a finite eps at lam={lam:g}; choose a smaller lam",
+                f"no {name} > 0 gives a finite eps at lam={float(lam)!r}; choose a smaller lam",
                 reachable={"lam": "smaller"},
             )
 

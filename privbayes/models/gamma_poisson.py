@@ -37,14 +37,17 @@ from .base import OneKnobConjugate, U, add_down, add_up, check_orders
 
 
 def _check_max_count(value) -> int:
+    text = f"max_count must be an integer in [1, 2**53]; got {value!r}"  # one message
     if isinstance(value, bool | np.bool_):
-        raise TypeError(f"max_count must be an integer >= 1; got {value!r}")
+        raise TypeError(text)
     try:
         count = check_n(value, "max_count")
     except TypeError:
-        raise TypeError(f"max_count must be an integer >= 1; got {value!r}") from None
+        raise TypeError(text) from None
+    except ValueError:
+        raise ValueError(text) from None
     if count < 1:
-        raise ValueError(f"max_count must be an integer >= 1; got {value!r}")
+        raise ValueError(text)
     return count
 
 
@@ -121,9 +124,15 @@ class GammaPoisson(OneKnobConjugate):
     def _data_message(self, rule: int, where: str, value, count: int) -> str:
         name = where.rsplit("[", 1)[0]
         if rule == 0:
+            extra = (
+                "; clip=True only lowers counts above max_count, it does not fix negative or "
+                "fractional values"
+                if self.clip
+                else ""
+            )
             return (
                 f"{name} must hold non-negative integer counts; {where} = {value!r} "
-                f"({count} value(s) outside {{0, 1, 2, ...}})"
+                f"({count} value(s) outside {{0, 1, 2, ...}}){extra}"
             )
         return (
             f"{name} must hold counts <= max_count = {self.max_count}; {where} = {value!r} "
@@ -236,7 +245,7 @@ class GammaPoisson(OneKnobConjugate):
         return (
             f"direct sampling is RDP at order lam only for lam < 1 + alpha/max_count = "
             f"{edge:g} (at the pair S = 0 vs S = max_count, lam*shape + (1-lam)*shape' "
-            f"leaves the parameter space); got lam={lam:g}. Use method='diffused' or "
+            f"leaves the parameter space); got lam={float(lam)!r}. Use method='diffused' or "
             "'concentrated', or a smaller lam",
             {"max_lam": edge},
         )

@@ -552,7 +552,7 @@ class BayesianLogisticRegression(Frozen):
         rho = self._rho(n)
         if math.isinf(lam) or math.isinf(rho * lam):
             raise InfeasiblePrivacyError(
-                f"method={method!r} has no finite eps at lam={lam:g} (its bound grows like "
+                f"method={method!r} has no finite eps at lam={float(lam)!r} (its bound grows like "
                 f"{rho:.3g} * lam); use a smaller lam or method='ops' (pure DP)",
                 reachable={"lam": "finite", "method": "ops"},
             )
@@ -568,7 +568,7 @@ class BayesianLogisticRegression(Frozen):
             direct = certify(1.0)[0]
             if direct > eps:
                 raise InfeasiblePrivacyError(
-                    f"direct sampling certifies eps={direct:.6g} at lam={lam:g} for n={n}, "
+                    f"direct sampling certifies eps={direct:.6g} at lam={float(lam)!r} for n={n}, "
                     f"beta={self.beta:g}, c={self.c:g}; ask for eps >= {direct:.6g} or use "
                     "method='diffused' or 'concentrated'",
                     reachable={"min_eps": direct},
@@ -585,9 +585,10 @@ class BayesianLogisticRegression(Frozen):
             lowest = certify(floor)[0]
             if lowest > eps:
                 raise InfeasiblePrivacyError(
-                    f"method='concentrated' certifies at least eps={lowest:.6g} at lam={lam:g} "
-                    f"for n={n}: a smaller eps needs a prior precision n*beta/m above "
-                    f"{PREC_MAX:g}; ask for eps >= {lowest:.6g} or use method='diffused'",
+                    f"method='concentrated' certifies at least eps={lowest:.6g} at "
+                    f"lam={float(lam)!r} for n={n}: a smaller eps needs a prior precision "
+                    f"n*beta/m above {PREC_MAX:g}; ask for eps >= {lowest:.6g} or use "
+                    "method='diffused'",
                     reachable={"min_eps": lowest, "method": "diffused"},
                 )
         knob = min(1.0, max(knob, floor))

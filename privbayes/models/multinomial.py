@@ -17,6 +17,8 @@ for binary logistic regression only (docs/multinomial.md §6). No OPS.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .. import mechanisms
@@ -82,6 +84,12 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
                 "backend='exact' is not available for MultinomialLogisticRegression: the exact "
                 "back-end's envelope is proven for binary logistic regression only "
                 "(docs/multinomial.md §6). Use backend='langevin' (certified) or 'auto'"
+            )
+        allowed = set(inspect.signature(BayesianLogisticRegression.__init__).parameters)
+        unknown = sorted(set(options) - allowed - {"self", "beta", "c"})
+        if unknown:
+            raise TypeError(
+                f"MultinomialLogisticRegression() got an unexpected keyword argument {unknown[0]!r}"
             )
         for name in ("delta_f", "max_proposals", "radius"):
             if options.get(name) is not None:

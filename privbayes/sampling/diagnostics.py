@@ -238,21 +238,39 @@ def pareto_k(log_w) -> float:
 
 
 def convergence_message(
-    problems: list[str], attempts: int, *, can_warn: bool, hint: str = ""
+    problems: list[str],
+    attempts: int,
+    *,
+    can_warn: bool,
+    hint: str = "",
+    released: bool = False,
 ) -> str:
-    """The ConvergenceError text shared by the MCMC back-ends (one line).
+    """The ConvergenceError (or, when released, RuntimeWarning) text shared by the MCMC
+    back-ends (one line).
 
-    Says what failed, that nothing was released, that a ledger charge for the attempt
+    Says what failed, whether the draw was released, that a ledger charge for the attempt
     stays spent (the chains read the data), what helps, and whether
     ``on_bad_diagnostics='warn'`` would release such a run (never for chains that did not
-    move: ``can_warn`` False). ``hint`` names a back-end specific remedy first."""
+    move: ``can_warn`` False). ``hint`` names a back-end specific remedy first.
+    ``released`` True: the text of the warning for a run released anyway under
+    ``on_bad_diagnostics='warn'``, saying the guarantee is weakened (approximate)."""
     tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+    helps = (
+        f"{hint + ', ' if hint else ''}a stronger prior (larger beta), more "
+        "tune/draws, or another back-end."
+    )
+    if released:
+        return (
+            f"MCMC did not converge after {tries} (" + "; ".join(problems) + "): the draw "
+            "was released anyway under on_bad_diagnostics='warn', but it may not come from "
+            "the posterior the certificate is about, so the privacy guarantee is weakened "
+            "(approximate) by the sampler's error (docs/glm.md). What helps: " + helps
+        )
     text = (
         f"MCMC did not converge after {tries} (" + "; ".join(problems) + "): the draw would "
         "not come from the posterior the certificate is about, so nothing was released. "
         "A ledger charge made for this call stays spent: the chains read the data. What "
-        f"helps: {hint + ', ' if hint else ''}a stronger prior (larger beta), more "
-        "tune/draws, or another back-end."
+        "helps: " + helps
     )
     if can_warn:
         text += (

@@ -47,7 +47,7 @@ import numpy as np
 from scipy import linalg, special
 from scipy.linalg import blas
 
-from ..errors import PrivBayesError, SamplingError
+from ..errors import InfeasiblePrivacyError, PrivBayesError, SamplingError
 from . import envelope as env_mod
 from .envelope import U, gamma
 from .imh import _threads
@@ -81,12 +81,14 @@ PHI3_MAX = 0.0963  # max |phi'''| = max s (1 - s) |1 - 2 s| over s in (0, 1) (< 
 
 
 # -- errors ----------------------------------------------------------------------------------
-class ExactInfeasibleError(PrivBayesError, ValueError):
+class ExactInfeasibleError(InfeasiblePrivacyError, PrivBayesError, ValueError):
     """The exact back-end cannot serve these public inputs (raised before any data is read).
 
-    ``proposals`` is the number of proposals the release would need (None when the envelope
-    does not exist), ``max_proposals`` the cap, ``expected_proposals_per_draw`` the public
-    bound 1 / a_min. All public.
+    An :class:`~privbayes.InfeasiblePrivacyError` (so also a PrivBayesError and a
+    ValueError), exported as ``privbayes.ExactInfeasibleError``. ``proposals`` is the
+    number of proposals the release would need (None when the envelope does not exist),
+    ``max_proposals`` the cap, ``expected_proposals_per_draw`` the public bound 1 / a_min.
+    All public.
     """
 
     def __init__(self, message: str, *, proposals=None, max_proposals=None, expected=None):

@@ -300,14 +300,15 @@ def _converged_chains(target, proposal, chains: int, needed: int, model, rng, on
     hopeless = not (
         diag["acceptance"] >= 0.01 and diag["pareto_k"] <= 1.0 and not math.isnan(diag["rhat_max"])
     )
-    message = diagnostics.convergence_message(
-        problems,
-        diag["attempts"],
-        can_warn=not hopeless,
-        hint="proposal_scale nearer 1" if model.proposal_scale != 1 else "",
-    )
+    hint = "proposal_scale nearer 1" if model.proposal_scale != 1 else ""
     if on_bad == "raise" or hopeless:
+        message = diagnostics.convergence_message(
+            problems, diag["attempts"], can_warn=not hopeless, hint=hint
+        )
         raise ConvergenceError(message, diagnostics=diag)
+    message = diagnostics.convergence_message(
+        problems, diag["attempts"], can_warn=True, hint=hint, released=True
+    )
     warnings.warn(message, RuntimeWarning, stacklevel=5)
     return state, diag
 

@@ -34,6 +34,7 @@ capped at ``max_steps``. Nothing depends on the data but n.
 from __future__ import annotations
 
 import math
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
@@ -41,7 +42,7 @@ import numpy as np
 
 from .. import mechanisms
 from ..calibration import Calibration, solve_knob, step_down
-from ..errors import InfeasiblePrivacyError
+from ..errors import InfeasiblePrivacyError, StepCapWarning
 from ..models.glm_family import BINARY_LOGISTIC, sigmoid_neg
 from .imh import _threads
 from .passes import is_rows
@@ -252,7 +253,7 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
         knob = 1.0
     elif method == "direct":
         raise InfeasiblePrivacyError(
-            f"direct Langevin sampling certifies eps={top:.6g} at lam={lam:g} for n={n}, "
+            f"direct Langevin sampling certifies eps={top:.6g} at lam={float(lam)!r} for n={n}, "
             f"beta={model.beta:g}, c={model.c:g}; ask for eps >= {top:.6g} or use "
             "method='diffused' or 'concentrated'",
             reachable={"min_eps": top},
@@ -326,6 +327,23 @@ def release_draw(model, xy, cal: Calibration, rng, *, size=None, **_ignored):
     sampler = cal.sampler
     if not sampler or sampler.get("algorithm") != ALGORITHM:
         raise ValueError("this calibration was not made for backend='langevin'")
+    if sampler["capped"]:  # public: known before the data are read
+        warnings.warn(
+            f"backend='langevin' hit its step cap: max_steps={sampler['steps']} steps are "
+            "fewer than the chain needs to forget its start (prior precision n beta / m = "
+            f"{sampler['prec']:.3g}), so the draw may be far from the posterior (the privacy "
+            "certificate still holds: it is for the law run). What helps: a larger beta (a "
+            "stronger prior contracts faster), "
+            + (
+                "method='concentrated' (its m < 1 strengthens the prior), "
+                if cal.method == "diffused"
+                else ""
+            )
+            + "a larger max_steps, or backend='exact'; a larger eps does not help (its larger "
+            "knob slows the contraction) (docs/langevin.md)",
+            StepCapWarning,
+            stacklevel=5,
+        )
     x, y = xy
     k = size or 1
     values = run_chains(x, y, cal.r, sampler, k, rng, _family(model))

@@ -210,9 +210,10 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=No
     if problems:
         # "warn" never releases chains whose R-hat is undefined (NaN: they did not move)
         can_warn = not math.isnan(diag["rhat_max"])
-        message = convergence_message(problems, diag["attempts"], can_warn=can_warn)
         if on_bad == "raise" or not can_warn:
+            message = convergence_message(problems, diag["attempts"], can_warn=can_warn)
             raise ConvergenceError(message, diagnostics=diag)
+        message = convergence_message(problems, diag["attempts"], can_warn=True, released=True)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     chains, n_draws, _ = draws.shape
     k = 1 if size is None else size

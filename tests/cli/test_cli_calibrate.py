@@ -39,3 +39,19 @@ def test_tiny_c_is_refused(run):
         "--c", "1e-300",
     )  # fmt: skip
     assert code == 2 and "c must lie in" in err
+
+
+def test_logistic_without_d_leaves_the_backend_to_d(run):
+    import privbayes as pb
+
+    base = ("calibrate", "--model", "logistic", "--n", "426", "--lam", "2", "--eps", "1",
+            "--beta", "1e-3")  # fmt: skip
+    code, out, _ = run(*base)
+    res = json.loads(out)
+    exact = pb.calibrate(pb.BayesianLogisticRegression(beta=1e-3, backend="exact"), 426, 2.0, 1.0)
+    assert code == 0 and res["backend"] == "auto" and "--d" in res["note"]
+    assert res["guarantee"] == "undetermined (pass d)" and res["r"] == exact.r
+    code, out, _ = run(*base, "--d", "30")
+    res = json.loads(out)
+    assert code == 0 and res["backend"] == "langevin" and "note" not in res
+    assert res["guarantee"] == "algorithm"

@@ -47,6 +47,15 @@ def test_bad_csv(tmp_path, run):
     assert code == 2 and "line 3 is 'nan', not a finite number" in err
 
 
+def test_rows_with_extra_fields_are_refused(tmp_path, run):
+    extra = tmp_path / "extra.csv"
+    extra.write_text("flip,x\n1,0.1\n1,0.2,9\n0,0.3\n")
+    code, out, err = run("query", "--data", extra, "--column", "x", "--low", "0", "--high", "1",
+                         "--lam", "2", "--eps", "1")  # fmt: skip
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "line 3" in err and "3 fields" in err and "header has 2" in err
+
+
 def test_argument_errors_are_one_line(run):
     with pytest.raises(SystemExit) as exc:
         run("sample", "--model", "beta-bernoulli", "--lam", "abc")

@@ -78,9 +78,11 @@ def test_sample_logistic(logistic_csv, run):
     assert code == 0 and res["method"] == "ops" and res["r"] is None and 0 < res["t"] <= 1
     code, out, err = run(*args, "--backend", "pymc")
     assert code == 0 and len(json.loads(out)["value"]) == 2
-    logistic_csv.write_text("f1,label\n5.0,1\n0.1,0\n")
+    logistic_csv.write_text("f1,label\n0.1,0\n5.0,1\n")
     code, _, err = run(*args[:-1])
     assert code == 2 and "norm > c" in err
+    assert "line(s) 3" in err and "--scale" in err and "--clip" in err  # the CLI's remedies
+    assert "privbayes.preprocessing" not in err and err.count("\n") == 1
 
 
 def test_logistic_intercept_and_public_scaling(tmp_path, run):
@@ -152,3 +154,30 @@ def test_data_are_read_after_public_choices(csv_file, run, tmp_path):
         *BB, "--data", tmp_path / "missing.csv", "--column", "flag", "--alpha", "1", "2", "3"
     )
     assert code == 2 and "ALPHA [BETA]" in err
+
+
+def test_exact_backend_diagnostics_are_labelled_and_left_out(logistic_csv, run):
+    """The exact back-end's data-dependent diagnostics are named as such in PrivateSample's
+    docstring, and the CLI's JSON carries none of them."""
+    import numpy as np
+
+    import privbayes as pb
+
+    args = (
+        *("sample", "--model", "logistic", "--data", logistic_csv, "--label", "label"),
+        *("--lam", "2", "--eps", "1", "--seed", "0", "--clip", "--backend", "exact"),
+    )
+    code, out, _ = run(*args)
+    res = json.loads(out)
+    assert code == 0 and res["guarantee"] == "exact"
+    for key in ("diagnostics", "accepted", "acceptance", "public", "seconds_fit"):
+        assert key not in out
+    x = pb.preprocessing.clip_rows(np.random.default_rng(0).normal(size=(200, 2)), 0.9)
+    y = (x[:, 0] > 0).astype(float)
+    for backend in ("exact", "langevin"):
+        model = pb.BayesianLogisticRegression(beta=0.1, backend=backend)
+        rel = pb.sample(
+            model, (x, y), 2.0, 1.0, rng=0, method="ops" if backend == "exact" else "diffused"
+        )
+        for key in rel.diagnostics:  # every key is labelled public or data-dependent
+            assert f"``{key}``" in pb.PrivateSample.__doc__ or key.startswith("seconds_")
