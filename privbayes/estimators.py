@@ -146,14 +146,57 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         tags.non_deterministic = self.random_state is None
         return tags
 
-    def fit(self, X, y):
-        """Release ``n_samples`` private posterior draws and average them. Returns self."""
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
+    def _dask_inputs(self, X, y):
+        """(X, y) as Dask arrays (X float (n, d), y (n,)), with classes_ and
+        n_features_in_ set from public inputs only."""
+        from .data import is_dask
+        from .sampling.passes import _dask_array
+
+        if not (is_dask(X) and is_dask(y)):
+            raise TypeError(
+                "X and y must both be Dask collections (or both in memory); got "
+                f"{type(X).__name__} and {type(y).__name__}"
+            )
         if self.classes is None:
-            self.classes_ = np.unique(y)
+            raise ValueError(
+                "Dask inputs need the public class list: PrivateLogisticRegression(classes="
+                "[...]) (reading the classes off the data would make K depend on them)"
+            )
+        classes = np.unique(np.asarray(self.classes))
+        if classes.size != len(self.classes):
+            raise ValueError(f"classes must be distinct; got {self.classes!r}")
+        if getattr(y, "ndim", 1) == 2 and hasattr(y, "columns") and len(y.columns) == 1:
+            y = y[y.columns[0]]
+        xa = _dask_array(X, "X")
+        ya = y.to_dask_array(lengths=True) if hasattr(y, "divisions") else y
+        if xa.ndim != 2 or ya.ndim != 1:
+            raise ValueError(f"X must be 2-D and y 1-D; got {xa.ndim}-D and {ya.ndim}-D")
+        self.classes_ = classes
+        self.n_features_in_ = int(xa.shape[1])
+        if hasattr(X, "columns"):
+            self.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
+        return xa, ya
+
+    def fit(self, X, y):
+        """Release ``n_samples`` private posterior draws and average them. Returns self.
+
+        X, y may also be Dask collections (docs/data.md §7): the passes over X then run on
+        the workers; ``classes`` must be given (the labels are mapped and checked inside
+        the engine, and K must not be read off the data). Raises ValueError when a label
+        is not one of ``classes`` (DataError for Dask inputs), before anything is charged.
+        """
+        from .data import is_dask
+
+        dask_input = is_dask(X) or is_dask(y)
+        if dask_input:
+            X, y = self._dask_inputs(X, y)
         else:
-            self.classes_ = _public_classes(self.classes, y)
+            X, y = validate_data(self, X, y, dtype=np.float64)
+            check_classification_targets(y)
+            if self.classes is None:
+                self.classes_ = np.unique(y)
+            else:
+                self.classes_ = _public_classes(self.classes, y)
         n_classes = self.classes_.size
         if n_classes < 2:
             raise ValueError(
@@ -187,12 +230,18 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         }
         if n_classes == 2:
             model = BayesianLogisticRegression(self.beta, self.c, **options)
-            labels = (y == self.classes_[1]).astype(float)
         else:
             model = MultinomialLogisticRegression(self.beta, self.c, int(n_classes), **options)
-            labels = np.searchsorted(self.classes_, y).astype(float)
-        if self.clip:
-            X = clip_rows(X, model.feature_bound)
+        if dask_input:
+            # codes 0..K-1 in the engine; an undeclared label becomes NaN, which the
+            # engine's validation refuses (with its row) before any charge
+            labels = y.map_blocks(_codes, self.classes_, dtype=float)
+            if self.clip:
+                X = X.map_blocks(clip_rows, model.feature_bound, dtype=float)
+        else:
+            labels = np.searchsorted(self.classes_, y).astype(float)  # 0/1 for two classes
+            if self.clip:
+                X = clip_rows(X, model.feature_bound)
         ledger, close = _open_ledger(self.ledger)
         if self.random_state is None or isinstance(self.random_state, np.random.Generator):
             rng = np.random.default_rng(self.random_state)  # OS entropy, or a child stream
@@ -264,6 +313,14 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _codes(block: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Labels -> their index in ``classes`` (float); labels not among them -> NaN."""
+    block = np.asarray(block)
+    out = np.searchsorted(classes, block).astype(float)
+    out[~np.isin(block, classes)] = np.nan
+    return out
 
 
 def _public_classes(classes, y: np.ndarray) -> np.ndarray:

@@ -227,3 +227,34 @@ def test_a_worker_lost_mid_pass_is_retried_with_the_same_result(client, tmp_path
     assert got[0] == want[0] and np.array_equal(got[1], want[1])
     assert np.array_equal(rows.reduce(exact._gh_chunk, w, 0.5)[1], want[1])
     client.wait_for_workers(2, timeout=60)
+
+
+def test_estimator_fit_on_dask_inputs_is_the_in_memory_fit(client, tmp_path):
+    """PrivateLogisticRegression.fit takes Dask X, y (public classes required): the same
+    seeded coefficients as the in-memory fit, for two and three classes; an undeclared
+    label is refused inside the engine with nothing charged."""
+    for classes, beta in ((None, BETA), (3, 0.05)):
+        x, y = _data(classes=classes)
+        x *= 0.85  # the intercept column takes the rest of c = 1
+        labels = [0.0, 1.0] if classes is None else [0.0, 1.0, 2.0]
+        est = pb.PrivateLogisticRegression(
+            lam=2.0, eps=1.0, beta=beta, classes=labels, random_state=5, backend="langevin"
+        )
+        mem = est.__class__(**est.get_params())
+        mem.fit(x, y)
+        est.fit(*_dask(x, y))
+        assert est.coef_.shape == mem.coef_.shape
+        _close(est.coef_, mem.coef_, 1e-8)
+        _close(est.intercept_, mem.intercept_, 1e-8)
+        assert est.n_features_in_ == D and list(est.classes_) == labels
+    x, y = _data()
+    with pytest.raises(ValueError, match="public class list"):
+        pb.PrivateLogisticRegression(eps=1.0).fit(*_dask(x * 0.85, y))
+    path = tmp_path / "l.sqlite"
+    Ledger.create(path, "d", 50.0, 1e-6).close()
+    y_bad = y.copy()
+    y_bad[N - 7] = 4.0  # in the last partition
+    est = pb.PrivateLogisticRegression(eps=1.0, classes=[0.0, 1.0], ledger=str(path), dataset="d")
+    with pytest.raises(ValueError, match="y"):
+        est.fit(*_dask(x * 0.85, y_bad))
+    assert Ledger(path, create=False).status("d")[0]["charges"] == []
