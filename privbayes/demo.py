@@ -198,7 +198,7 @@ def _logistic_rows(rng, out) -> list[dict]:
     )
     out(
         f"{'method':<14}{'lam':>5}{'eps':>7}  {'knob':<12}{'test accuracy':>14}"
-        f"{'non-private MAP':>17}"
+        f"{'non-private MAP':>17}  back-end [guarantee]"
     )
     rows = []
     seed = int(rng.integers(2**31))
@@ -218,7 +218,7 @@ def _logistic_rows(rng, out) -> list[dict]:
         knob = f"{symbol}={getattr(cal, symbol):.3g}"
         out(
             f"{method:<14}{lam:>5g}{est.privacy_['eps']:>7.3g}  {knob:<12}{acc:>14.3f}"
-            f"{base_acc:>17.3f}"
+            f"{base_acc:>17.3f}  {est.privacy_['backend']} [{est.privacy_['guarantee']}]"
         )
         rows.append(
             {
@@ -229,6 +229,7 @@ def _logistic_rows(rng, out) -> list[dict]:
                 "target_eps": eps,
                 "test_accuracy": acc,
                 "non_private_accuracy": base_acc,
+                "guarantee": est.privacy_["guarantee"],
             }
         )
     out("(the non-private column is for comparison only and is NOT private)")
