@@ -360,7 +360,15 @@ def _refuse_rows(name: str, cells, bad, what: str, fix: str) -> None:
         )
 
 
-class GammaPoissonAdapter(Adapter):
+class _OneColumn(Adapter):
+    """A model of one numeric column whose own checks (``clip`` included) run in the
+    engine when the data are a Parquet file, folder or glob (privbayes.data)."""
+
+    def read_source(self, args, source, model):
+        return source, _source_column(args, self.name), None
+
+
+class GammaPoissonAdapter(_OneColumn):
     name = "gamma-poisson"
     flags = {
         "sample": frozenset({"column", "alpha", "beta", "max_count", "clip"}),
@@ -408,12 +416,9 @@ class GammaPoissonAdapter(Adapter):
             )
         return x, None
 
-    def read_source(self, args, source, model):
-        # the model's own checks run in the engine (privbayes.data), --clip included
-        return source, _source_column(args, self.name), None
 
 
-class NormalAdapter(Adapter):
+class NormalAdapter(_OneColumn):
     name = "normal"
     flags = {
         "sample": frozenset({"column", "mu", "sigma", "noise_sigma", "low", "high", "clip"}),
@@ -456,8 +461,6 @@ class NormalAdapter(Adapter):
             )
         return x, None
 
-    def read_source(self, args, source, model):
-        return source, _source_column(args, self.name), None
 
 
 def _features(args, table, model, name: str):

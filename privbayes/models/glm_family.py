@@ -86,15 +86,20 @@ class GLMFamily:
 
 
 # -- binary logistic regression ---------------------------------------------------------------
-def softplus_sum(z: np.ndarray) -> np.ndarray:
-    """Column sums of log(1 + exp(-z)), without overflow; overwrites z."""
+def softplus(z: np.ndarray) -> np.ndarray:
+    """log(1 + exp(-z)) elementwise, without overflow; overwrites z."""
     a = np.abs(z)
     np.negative(a, out=a)
     np.exp(a, out=a)
     np.log1p(a, out=a)
     np.minimum(z, 0.0, out=z)
     a -= z  # log1p(exp(-|z|)) + max(-z, 0)
-    return a.sum(axis=0)
+    return a
+
+
+def softplus_sum(z: np.ndarray) -> np.ndarray:
+    """Column sums of log(1 + exp(-z)), without overflow; overwrites z."""
+    return softplus(z).sum(axis=0)
 
 
 def sigmoid_neg(block: np.ndarray) -> None:

@@ -501,14 +501,11 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _softplus(z: np.ndarray) -> np.ndarray:
-    """log(1 + exp(-z)) elementwise, without overflow; overwrites z."""
-    a = np.abs(z)
-    np.negative(a, out=a)
-    np.exp(a, out=a)
-    np.log1p(a, out=a)
-    np.minimum(z, 0.0, out=z)
-    a -= z
-    return a
+    """log(1 + exp(-z)) elementwise, without overflow; overwrites z (the binary family's
+    kernel, privbayes.models.glm_family.softplus)."""
+    from ..models.glm_family import softplus
+
+    return softplus(z)
 
 
 class _Problem:
