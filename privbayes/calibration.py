@@ -164,9 +164,7 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
             )
             # OPS has one back-end, exact: no choice to leave open
             return cal if method == "ops" else dataclasses.replace(cal, model=model)
-        model = guarded(
-            lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method
-        )
+        model = guarded(lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method)
     return guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
 
 

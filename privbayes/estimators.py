@@ -44,7 +44,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         (row-wise, so the guarantee holds for the clipped data).
     random_state : None (OS entropy), an int, or a RandomState/Generator.
     backend : "auto" (default: the cheaper certified back-end, "exact" or "langevin", chosen
-        from public inputs; "langevin" for K > 2), "exact" (two classes only), "langevin",
+        from public inputs), "exact" (exact posterior draws; X in memory for K > 2), "langevin",
         or the approximate MCMC back-ends "imh" and "pymc"
         (:class:`privbayes.BayesianLogisticRegression`; ``privacy_["guarantee"]`` says which
         guarantee the fit carries).
@@ -82,8 +82,8 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         n_features + fit_intercept, K) for K > 2 (the last row the intercepts).
     calibration_ : the Calibration of each release (public: r, m, eps at lam).
 
-    Raises ValueError for one class, NaN/inf, rows over the bound, method="ops" or
-    backend="exact" with K > 2;
+    Raises ValueError for one class, NaN/inf, rows over the bound, method="ops"
+    with K > 2;
     with a ledger, BudgetExceededError, and KeyError when ``dataset`` has no budget.
     """
 

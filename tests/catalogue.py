@@ -411,9 +411,9 @@ CATALOGUE = [
             (lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 1), ValueError, "n_classes"),
             (lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 2.5), ValueError, "n_classes"),
             (
-                lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 3, backend="exact"),
+                lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 3, backend="exact", radius=2.0),
                 ValueError,
-                "binary logistic regression only",
+                "radius does not apply",
             ),
         ],
         knob_attrs=("beta", "c", "n_classes"),

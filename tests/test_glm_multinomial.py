@@ -309,8 +309,6 @@ def test_bad_inputs_are_refused_before_any_charge(tmp_path):
     with pytest.raises(InfeasiblePrivacyError):
         pb.sample(model, (x, y), math.inf, 1.0, ledger=ledger, dataset="d")
     assert ledger.spent("d") == 0.0
-    with pytest.raises(ValueError, match="binary logistic regression only"):
-        pb.MultinomialLogisticRegression(0.5, 1.0, K, backend="exact")
     for kw, match in [
         ({"beta": 0.0}, "beta"),
         ({"beta": -1.0}, "beta"),

@@ -167,8 +167,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "choices": ("auto", "exact", "langevin", "imh", "pymc"),
             "help": "logistic and multinomial back-end: auto (default: exact or langevin, "
-            "both certified, chosen from public inputs; multinomial: langevin), exact "
-            "(rejection sampling: exact posterior draws; logistic only), langevin (certified "
+            "both certified, chosen from public inputs), exact "
+            "(rejection sampling: exact posterior draws), langevin (certified "
             "noisy gradient descent), or the approximate MCMC back-ends imh and pymc",
         },
     ),
@@ -177,8 +177,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "type": int,
             "metavar": "D",
-            "help": "feature dimension (audit: default 1; calibrate, logistic only: lets "
-            "--backend auto choose as sample would)",
+            "help": "feature dimension (audit: default 1; calibrate: lets --backend auto "
+            "choose as sample would)",
         },
     ),
 }
@@ -417,7 +417,6 @@ class GammaPoissonAdapter(_OneColumn):
         return x, None
 
 
-
 class NormalAdapter(_OneColumn):
     name = "normal"
     flags = {
@@ -460,7 +459,6 @@ class NormalAdapter(_OneColumn):
                 "them), or pass --clip to clip values onto it",
             )
         return x, None
-
 
 
 def _features(args, table, model, name: str):
@@ -598,7 +596,7 @@ class MultinomialAdapter(Adapter):
                 "backend",
             }
         ),
-        "calibrate": frozenset({"classes", "beta", "c", "backend"}),
+        "calibrate": frozenset({"classes", "beta", "c", "d", "backend"}),
         "audit": frozenset({"classes", "beta", "c", "d", "backend"}),
     }
 
@@ -615,12 +613,6 @@ class MultinomialAdapter(Adapter):
         from ..models import MultinomialLogisticRegression
 
         cats = self.classes(args)
-        if args.backend == "exact":
-            raise UsageError(
-                f"--backend exact does not apply to --model {self.name}: its envelope is "
-                "proven for two classes only; use --backend langevin (certified, the auto "
-                "choice) or the approximate imh or pymc"
-            )
         return MultinomialLogisticRegression(
             beta=0.01 if args.beta is None else args.beta,
             c=1.0 if args.c is None else args.c,

@@ -313,7 +313,7 @@ class BayesianLogisticRegression(Frozen):
         k = size or 1
         exact_model, exact_cost, why = self.with_backend("exact"), math.inf, ""
         try:
-            exact.check_family(self.family)
+            classes = exact.check_family(self.family)
             cal = exact_model._calibrate(n, lam, eps, method)
             if n > 0:
                 proposals, _ = exact.exact_feasibility(
@@ -321,9 +321,11 @@ class BayesianLogisticRegression(Frozen):
                     radius=self.radius if method == "ops" else None, size=k,
                     delta_f=exact_model.delta_f or exact.DELTA_F,
                     max_proposals=exact_model.max_proposals or exact.MAX_PROPOSALS,
+                    classes=classes,
                 )  # fmt: skip
-                # row operations: proposals (d each) and ~16 Newton steps (d^2 + 2d each)
-                exact_cost = proposals * d + exact.WARM_ITERATIONS * 2 * d * (d + 2)
+                # row operations: proposals (P = d K each) and ~16 Newton steps (P^2 + 2P)
+                big_p = d * max(1, classes)
+                exact_cost = proposals * big_p + exact.WARM_ITERATIONS * 2 * big_p * (big_p + 2)
             else:
                 exact_cost = 0.0
         except exact.ExactInfeasibleError as err:
@@ -341,7 +343,7 @@ class BayesianLogisticRegression(Frozen):
         try:
             lcal = langevin_model._calibrate(n, lam, eps, method)
             steps = (lcal.sampler or {}).get("steps", 0)
-            langevin_cost = steps * k * 2 * d
+            langevin_cost = steps * k * 2 * d * self.family.outputs
         except InfeasiblePrivacyError:
             langevin_cost = math.inf
         if exact_cost <= langevin_cost and math.isfinite(exact_cost):
@@ -364,12 +366,13 @@ class BayesianLogisticRegression(Frozen):
             return 0.0
         from ..sampling import exact
 
-        exact.check_family(self.family)
+        classes = exact.check_family(self.family)
         delta_f = self.delta_f or exact.DELTA_F
         exact.exact_feasibility(
             n, d, self.beta, self.c_bound, cal.r, cal.m, method=cal.method,
             radius=self.radius if cal.method == "ops" else None, size=size or 1,
             delta_f=delta_f, max_proposals=self.max_proposals or exact.MAX_PROPOSALS,
+            classes=classes,
         )  # fmt: skip
         return float(delta_f)
 

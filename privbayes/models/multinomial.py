@@ -10,9 +10,10 @@ docs/glm.md,
     diffused      eps(lam) = 4 lam c^2 r^2 / (n beta)     (likelihood ** r)
     concentrated  eps(lam) = 4 lam c^2 m / (n beta)       (prior precision n beta / m)
 
-Back-ends: "langevin" (certified, guarantee "algorithm": docs/multinomial.md §4), "imh" and
-"pymc" (approximate); "auto" picks "langevin". "exact" is refused: its envelope is proven
-for binary logistic regression only (docs/multinomial.md §6). No OPS.
+Back-ends: "exact" (rejection sampling under the envelope of docs/multinomial.md §6:
+exact posterior draws), "langevin" (certified, guarantee "algorithm": docs/multinomial.md
+§4), "imh" and "pymc" (approximate); "auto" picks the cheaper certified one from public
+inputs, as for binary logistic regression. No OPS.
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     c : float > 0, the public bound on feature norms, ||x||_2 <= c (with an intercept, on
         the row [x, s]).
     n_classes : int K >= 2, public: labels are 0, ..., K-1.
-    backend : "auto" (default; resolves to "langevin"), "langevin" (certified noisy
-        gradient descent, docs/multinomial.md §4), "imh" or "pymc" (approximate MCMC
-        releases). "exact" is refused (ValueError): no proven envelope for K columns.
+    backend : "auto" (default: "exact" or "langevin", the cheaper certified back-end for
+        the public inputs n, d, beta, c, eps, lam, size), "exact" (exact posterior draws
+        by rejection sampling, docs/multinomial.md §6; in-memory X), "langevin" (certified
+        noisy gradient descent, docs/multinomial.md §4), "imh" or "pymc" (approximate
+        MCMC releases).
     fit_intercept, intercept_scaling, tune, draws, chains, target_accept, reruns,
-    proposal_scale, step_scale, max_steps : as in
+    proposal_scale, step_scale, max_steps, delta_f, max_proposals : as in
         :class:`privbayes.BayesianLogisticRegression`.
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with rows of
@@ -53,13 +56,12 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     intercepts b = s W_{d+1} — and (size, d, K) with ``size``. Class k's score is
     x.W[:, k] + b_k; softmax of the scores gives the class probabilities.
 
-    Raises ValueError for K < 2 or not an integer, non-positive beta or c,
-    backend="exact", labels outside {0, ..., K-1} (naming the first bad index); method
-    "ops" is refused at calibration.
+    Raises ValueError for K < 2 or not an integer, non-positive beta or c, labels
+    outside {0, ..., K-1} (naming the first bad index); method "ops" is refused at
+    calibration.
     """
 
     methods = MULTINOMIAL_METHODS
-    resolves_without_d = True  # "auto" is "langevin" whatever d: calibrate() needs no d
 
     def __init__(
         self,
@@ -79,19 +81,13 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
                 f"n_classes must be an integer in [2, {MAX_CLASSES}] (labels 0..K-1); "
                 f"got {n_classes!r}"
             )
-        if backend == "exact":
-            raise ValueError(
-                "backend='exact' is not available for MultinomialLogisticRegression: the exact "
-                "back-end's envelope is proven for binary logistic regression only "
-                "(docs/multinomial.md §6). Use backend='langevin' (certified) or 'auto'"
-            )
         allowed = set(inspect.signature(BayesianLogisticRegression.__init__).parameters)
         unknown = sorted(set(options) - allowed - {"self", "beta", "c"})
         if unknown:
             raise TypeError(
                 f"MultinomialLogisticRegression() got an unexpected keyword argument {unknown[0]!r}"
             )
-        for name in ("delta_f", "max_proposals", "radius"):
+        for name in ("radius",):
             if options.get(name) is not None:
                 raise ValueError(f"{name} does not apply to MultinomialLogisticRegression")
             options.pop(name, None)
@@ -105,11 +101,6 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
             f"MultinomialLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
             f"n_classes={self.n_classes}, backend={self.backend!r}{extra})"
         )
-
-    @property
-    def guarantee(self) -> str:
-        """ "algorithm" for langevin and auto, "approximate" for imh and pymc."""
-        return "algorithm" if self.backend == "auto" else super().guarantee
 
     def with_backend(self, backend: str) -> MultinomialLogisticRegression:
         """The same prior, bounds and options with another back-end."""
@@ -125,12 +116,6 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
             intercept_scaling=self.intercept_scaling,
             **keep,
         )
-
-    def _resolve(self, n: int, d, lam: float, eps: float, method: str, size=None):
-        """ "auto" -> "langevin", the family's only certified back-end (public: no data)."""
-        if self.backend != "auto":
-            return self
-        return self.with_backend("langevin")
 
     # -- data ---------------------------------------------------------------------------
     def _check_labels(self, y: np.ndarray) -> None:

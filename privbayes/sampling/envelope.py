@@ -358,15 +358,58 @@ def _even_moment_ratio(sigma: float) -> float:
             return math.inf
 
 
-def log_mass_lower(d: int, p: float, c: float, eta: float, curvature_trace: float) -> float:
+def chi_even_moment_ratio(s: float, dof: int) -> float:
+    """F_k(s) = E[E4(s X)] / (s^2 k) for X ~ chi with k = ``dof`` degrees of freedom,
+    rounded up (docs/multinomial.md §6, Theorem M3; k = 1 is ``_even_moment_ratio``).
+
+    E4(x) = sum_{j>=4} x^j / j!, E X^j = 2^(j/2) Gamma((k + j)/2) / Gamma(k/2): positive
+    terms summed until negligible, plus a geometric bound on the rest (successive ratios
+    are <= s sqrt(k + j) / (j + 1), decreasing in j: Wendel's Gamma(x + 1/2) <= sqrt(x)
+    Gamma(x)). Increasing in s; inf when a term overflows or 10^5 terms do not suffice.
+    """
+    if s <= 0:
+        return 0.0
+    if not math.isfinite(s):
+        return math.inf
+    k = int(dof)
+    base = -math.lgamma(0.5 * k) - 2.0 * math.log(s) - math.log(k)
+    total, j = 0.0, 4
+    while True:
+        log_term = (
+            j * math.log(s)
+            + 0.5 * j * math.log(2.0)
+            + math.lgamma(0.5 * (k + j))
+            - math.lgamma(j + 1.0)
+            + base
+        )
+        if log_term > 700.0:
+            return math.inf
+        term = math.exp(log_term)
+        total += term
+        q = s * math.sqrt(k + j + 1.0) / (j + 1.0)  # >= every later ratio
+        if q < 0.5 and term < 1e-17 * total:
+            return (total + term * q / (1.0 - q)) * (1.0 + 64.0 * U * (j + k))
+        j += 1
+        if j > 100_000:
+            return math.inf
+
+
+def log_mass_lower(
+    d: int, p: float, c: float, eta: float, curvature_trace: float, spread_dof: int = 0
+) -> float:
     """A lower bound on log Z, Z = integral of the target in u-space (docs/exact.md, Thm 2).
 
     Jensen's inequality under N(0, I_d): log Z >= (d/2) log(2 pi) - eta d / 2 - F(sigma)
     * trace, with sigma = c / sqrt(lambda_min(K)) >= the standard deviation of every margin
     perturbation and trace >= tr(K^-1 H_L) (public: (1 + eta) min(d kappa, r n c^2 / 4p)).
+    ``spread_dof`` = K >= 2: the K-class softmax family, whose per-record spread is
+    F_K(sqrt(2) sigma) (docs/multinomial.md §6, Theorem M3); 0: the binary family's F.
     """
     sigma = c * math.sqrt((1.0 + eta) / p) * (1.0 + 4.0 * U)  # lambda_min(K) >= p/(1+eta)
-    spread = _even_moment_ratio(sigma)
+    if spread_dof:
+        spread = chi_even_moment_ratio(math.sqrt(2.0) * sigma * (1.0 + 2.0 * U), spread_dof)
+    else:
+        spread = _even_moment_ratio(sigma)
     loss = eta * d / 2.0 + (spread * curvature_trace if curvature_trace > 0 else 0.0)
     value = 0.5 * d * math.log(2.0 * math.pi) - loss
     return value - 8.0 * U * (abs(value) + loss)

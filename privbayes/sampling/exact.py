@@ -113,18 +113,22 @@ class EnvelopeViolationError(PrivBayesError, RuntimeError):
     bound. This is a bug in privbayes (the envelope or its proof): nothing was released."""
 
 
-def check_family(family) -> None:
-    """The exact back-end's envelope is proven for binary logistic regression only
-    (docs/exact.md; docs/multinomial.md §6): any other GLM family is refused, from public
-    inputs, with ExactInfeasibleError."""
-    from ..models.glm_family import BINARY_LOGISTIC
+def check_family(family) -> int:
+    """The exact back-end's envelope is proven for binary logistic regression
+    (docs/exact.md) and K-class softmax regression (docs/multinomial.md §6). Returns the
+    ``classes`` argument of :func:`exact_plan` for the family (0: binary; K: softmax);
+    any other GLM family is refused, from public inputs, with ExactInfeasibleError."""
+    from ..models.glm_family import BINARY_LOGISTIC, MultinomialLogistic
 
-    if family is not None and family is not BINARY_LOGISTIC:
-        raise ExactInfeasibleError(
-            f"backend='exact' is proven for binary logistic regression only, not for the "
-            f"{family.name} family (no proven envelope: docs/multinomial.md §6); use "
-            "backend='langevin' (certified) or 'imh' (approximate)"
-        )
+    if family is None or family is BINARY_LOGISTIC:
+        return 0
+    if isinstance(family, MultinomialLogistic):
+        return int(family.outputs)
+    raise ExactInfeasibleError(
+        f"backend='exact' is proven for binary and multinomial logistic regression only, "
+        f"not for the {family.name} family (no proven envelope); use backend='langevin' "
+        "(certified) or 'imh' (approximate)"
+    )
 
 
 # -- the public plan -------------------------------------------------------------------------
@@ -151,6 +155,8 @@ class ExactPlan:
     r: float
     p: float
     c_env: float
+    c_self: float
+    classes: int
     kappa: float
     tau: float
     eta: float
@@ -230,6 +236,7 @@ def exact_plan(
     size: int = 1,
     delta_f: float = DELTA_F,
     max_proposals: int = MAX_PROPOSALS,
+    classes: int = 0,
 ) -> ExactPlan:
     """The exact back-end's public plan for a release; never touches data.
 
@@ -242,6 +249,8 @@ def exact_plan(
         beta, the model's default).
     size : draws per call (they share one budget of N proposals).
     delta_f : the failure probability, in [1e-300, 0.5]. max_proposals : the cap on N.
+    classes : 0 for binary logistic regression (parameter dimension d); K >= 2 for K-class
+        softmax regression (parameter dimension d K; docs/multinomial.md §6).
 
     Returns an :class:`ExactPlan` (N = ``proposals``, a_min, ...). Cached.
 
@@ -251,11 +260,18 @@ def exact_plan(
     exist for these inputs (prior too weak against the data term, or, for OPS, a ball that
     may hold too little of the posterior); ValueError / TypeError for bad arguments.
 
-    Source: docs/exact.md (Theorems 1-3).
+    Source: docs/exact.md (Theorems 1-3); docs/multinomial.md §6 for classes >= 2.
     """
     n, d, beta, c, r, m, size, delta_f, max_proposals = _check_public(
         n, d, beta, c, r, m, size, delta_f, max_proposals
     )
+    if (
+        isinstance(classes, bool)
+        or not isinstance(classes, int | np.integer)
+        or classes == 1
+        or classes < 0
+    ):
+        raise ValueError(f"classes must be 0 (binary) or an integer K >= 2; got {classes!r}")
     if method not in ("direct", "diffused", "concentrated", "ops"):
         raise ValueError(f"method must be direct, diffused, concentrated or ops; got {method!r}")
     if method == "ops":
@@ -266,23 +282,40 @@ def exact_plan(
             raise ValueError(f"radius must be finite and > 0; got {radius!r}")
     else:
         radius = None
-    return _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals)
+    return _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, int(classes))
 
 
 @functools.lru_cache(maxsize=128)
-def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPlan:
+def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) -> ExactPlan:
+    from . import exact_softmax as sm
+
     # rows pass validation at ||x|| <= c (1 + 1e-12) computed; the true norm is then below
     # c (1 + 1e-12) (1 + gamma_d): 2e-12 covers d < 1e3, and more generously below.
     c_env = c * (1.0 + 2e-12 + gamma(d + 2))
+    features, d = d, d * max(1, classes)  # d: the parameter's dimension from here on
     p = n * beta / m * (1.0 + 4.0 * U)  # an upper bound; p_low below
     p_low = n * beta / m * (1.0 - 4.0 * U)
-    lam_bound = r * n * c_env * c_env / 4.0 * (1.0 + 4.0 * U)  # >= lambda_max(H_L)
-    kappa = min(lam_bound / (lam_bound + p_low) * (1.0 + 4.0 * U), 1.0)
     tau = GRAD_TOL
-    mode_norm = _mode_norm_bound(n, r, c_env, p_low)
+    if classes:  # softmax: docs/multinomial.md §6
+        c_self = sm.c_self(c_env)
+        lam_bound = r * n * c_env * c_env / 2.0 * (1.0 + 4.0 * U)  # >= lambda_max(H_L)
+        trace_data = r * n * c_env * c_env * (1.0 - 1.0 / classes) * (1.0 + 4.0 * U)
+        mode_norm = sm.mode_norm_bound(n, r, c_env, p_low, classes)
+    else:
+        c_self = c_env
+        lam_bound = r * n * c_env * c_env / 4.0 * (1.0 + 4.0 * U)  # >= lambda_max(H_L)
+        trace_data = lam_bound  # >= tr(H_L)
+        mode_norm = _mode_norm_bound(n, r, c_env, p_low)
+    kappa = min(lam_bound / (lam_bound + p_low) * (1.0 + 4.0 * U), 1.0)
     w_max = (mode_norm + 2.0 * tau * math.sqrt(p + lam_bound) / p_low) * 1.01
-    lf2_max = (d * p + lam_bound) * (1.0 + 1e-6)
-    delta_h = _delta_h(n, d, r, c_env, w_max, lf2_max, p)
+    lf2_max = (d * p + trace_data) * (1.0 + 1e-6)
+    try:
+        if classes:
+            delta_h = sm.delta_h(n, features, classes, r, c_env, w_max, lf2_max, p)
+        else:
+            delta_h = _delta_h(n, d, r, c_env, w_max, lf2_max, p)
+    except ValueError as err:
+        raise ExactInfeasibleError(f"the exact back-end cannot bound its rounding: {err}") from None
     if not delta_h < p_low / 4:
         raise ExactInfeasibleError(
             f"the Hessian's rounding-error bound {delta_h:.3g} is not small next to the prior "
@@ -290,19 +323,24 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPla
         )
     eta = delta_h / (p_low - delta_h) * (1.0 + 8.0 * U)
     try:
-        env = env_mod.build_envelope(d, p_low, kappa, c_env, tau, eta)
+        env = env_mod.build_envelope(d, p_low, kappa, c_self, tau, eta)
     except ValueError as err:
         raise ExactInfeasibleError(
             f"no envelope for n={n}, d={d}, beta={beta:g}, r={r:g}, m={m:g}: {err}; "
             "use a larger beta (or a smaller m) or another back-end"
         ) from None
-    trace = (1.0 + eta) * min(d * kappa, lam_bound / p_low) * (1.0 + 4.0 * U)
-    log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace)
+    trace = (1.0 + eta) * min(d * kappa, trace_data / p_low) * (1.0 + 4.0 * U)
+    log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace, spread_dof=classes)
     log_env = env.log_total - log_z
     # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low - Z(tail)) / W, the
     # rounding allowance e(u) <= e_pub holding on the grid (docs/exact.md, Theorem 3)
     v_max = env.rho_max * math.sqrt((1.0 + eta) / p_low)
-    e_pub = float(_log_density_error(n, d, r, p, c_env, w_max, v_max, env.rho_max))
+    if classes:
+        e_pub = float(
+            sm.log_density_error(n, features, classes, r, p, c_env, w_max, v_max, env.rho_max)
+        )
+    else:
+        e_pub = float(_log_density_error(n, d, r, p, c_env, w_max, v_max, env.rho_max))
     e_pub += env.log_density_error
     tail_share = math.exp(env.log_tail_bound - env.log_total)  # >= Z(tail) / W
     core = math.exp(-log_env) * (1.0 - 8.0 * U) - tail_share
@@ -346,7 +384,8 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals) -> ExactPla
             expected=expected,
         )
     return ExactPlan(
-        n=n, d=d, r=r, p=p_low, c_env=c_env, kappa=kappa, tau=tau, eta=eta, delta_h=delta_h,
+        n=n, d=d, r=r, p=p_low, c_env=c_env, c_self=c_self, classes=classes, kappa=kappa,
+        tau=tau, eta=eta, delta_h=delta_h,
         w_max=w_max, lf2_max=lf2_max, size=size, delta_f=delta_f, proposals=proposals,
         passes=math.ceil(proposals / BATCH), acceptance_lower_bound=a_min,
         log_envelope=log_env, log_ball_mass=log_ball, radius=radius,
@@ -425,6 +464,7 @@ def exact_feasibility(
     size: int = 1,
     delta_f: float = DELTA_F,
     max_proposals: int = MAX_PROPOSALS,
+    classes: int = 0,
 ) -> tuple[int, float]:
     """(N, expected proposals per draw): the exact back-end's budget for a release.
 
@@ -436,7 +476,7 @@ def exact_feasibility(
     """
     plan = exact_plan(
         n, d, beta, c, r, m, method=method, radius=radius, size=size, delta_f=delta_f,
-        max_proposals=max_proposals,
+        max_proposals=max_proposals, classes=classes,
     )  # fmt: skip
     return plan.proposals, plan.expected_proposals_per_draw
 
@@ -763,8 +803,8 @@ def _fit(prob: _Problem, plan: ExactPlan) -> _Fit:
     """
     d, p, r = prob.d, prob.p, prob.r
     w = np.zeros(d)
-    w = _newton(prob.subsample(WARM_ROWS), w, WARM_ITERATIONS, plan.c_env)
-    w = _newton(prob, w, FIT_ITERATIONS, plan.c_env)
+    w = _newton(prob.subsample(WARM_ROWS), w, WARM_ITERATIONS, plan.c_self)
+    w = _newton(prob, w, FIT_ITERATIONS, plan.c_self)
     z, g, h = prob.grad_hess(w)
     h[np.diag_indices(d)] += p
     try:
@@ -781,10 +821,20 @@ def _fit(prob: _Problem, plan: ExactPlan) -> _Fit:
             "the exact back-end's fit left its public bounds (||w_hat|| or trace of the "
             "Hessian): nothing was released"
         )
-    delta_h = _delta_h(prob.n, d, r, plan.c_env, w_norm, lf2, p)
+    if plan.classes:
+        from . import exact_softmax as sm
+
+        k = plan.classes
+        delta_h = sm.delta_h(prob.n, d // k, k, r, plan.c_env, w_norm, lf2, p)
+    else:
+        delta_h = _delta_h(prob.n, d, r, plan.c_env, w_norm, lf2, p)
     inv_sqrt = math.sqrt((1.0 + plan.eta) / plan.p) * (1.0 + 4.0 * U)  # >= ||L^-1||_2
     x_hat = linalg.solve_triangular(chol, g, lower=True)
-    g_err = _grad_error(prob.n, d, r, plan.c_env, w_norm, float(np.linalg.norm(g)), p)
+    g_norm = float(np.linalg.norm(g))
+    if plan.classes:
+        g_err = sm.grad_error(prob.n, d // k, k, r, plan.c_env, w_norm, g_norm, p)
+    else:
+        g_err = _grad_error(prob.n, d, r, plan.c_env, w_norm, g_norm, p)
     tau = (
         float(np.linalg.norm(x_hat)) * (1.0 + gamma(d) * math.sqrt(lf2) * inv_sqrt)
         + g_err * inv_sqrt
@@ -819,6 +869,10 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
     z0 = fit.z0
     sp0 = prob.base(z0)
     w_norm = float(np.linalg.norm(w_hat)) * (1.0 + d * U)
+    if plan.classes:
+        from .exact_softmax import log_density_error
+
+        k = plan.classes
     kept: list[np.ndarray] = []
     accepted = inside = 0
     worst = -math.inf
@@ -843,7 +897,10 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
         vv = np.einsum("ij,ij->j", v, v)
         ell = -r * s - p * (w_hat @ v) - 0.5 * p * vv
         v_norm = np.sqrt(vv) * (1.0 + d * U)
-        err = _log_density_error(prob.n, d, r, p, plan.c_env, w_norm, v_norm, rho)
+        if plan.classes:
+            err = log_density_error(prob.n, d // k, k, r, p, plan.c_env, w_norm, v_norm, rho)
+        else:
+            err = _log_density_error(prob.n, d, r, p, plan.c_env, w_norm, v_norm, rho)
         err = err + env.log_q_error(rho)
         with np.errstate(divide="ignore"):
             lr = (d - 1) * np.log(rho) if d > 1 else np.zeros(count)
@@ -893,7 +950,7 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
     ExactSamplingError (fewer than ``size`` accepted; probability <= delta_f),
     SamplingError (the Newton fit could not be certified), EnvelopeViolationError (a bug).
     """
-    check_family(getattr(model, "family", None))
+    classes = check_family(getattr(model, "family", None))
     x, y = xy
     n, d = x.shape
     k = size or 1
@@ -902,8 +959,18 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
         radius=model.radius if cal.method == "ops" else None, size=k,
         delta_f=getattr(model, "delta_f", None) or DELTA_F,
         max_proposals=getattr(model, "max_proposals", None) or MAX_PROPOSALS,
+        classes=classes,
     )  # fmt: skip
-    if is_rows(x):  # rows held in a Dask engine: the same passes, run there
+    if classes:
+        if is_rows(x):
+            raise TypeError(
+                "backend='exact' for multinomial logistic regression needs X in memory; with "
+                "Dask inputs use backend='langevin' or 'imh', or call .compute() if the data fit"
+            )
+        from .exact_softmax import SoftmaxProblem
+
+        prob = SoftmaxProblem(x, y, classes, cal.r, n * model.beta / cal.m)
+    elif is_rows(x):  # rows held in a Dask engine: the same passes, run there
         prob = _DaskProblem(x, cal.r, n * model.beta / cal.m)
     else:
         prob = _Problem(x, y, cal.r, n * model.beta / cal.m)
