@@ -137,9 +137,20 @@ def test_langevin_and_imh_releases_match(client):
 
 def test_multinomial_langevin_matches(client):
     x, y = _data(6, n=5_000, classes=3)
-    model = pb.MultinomialLogisticRegression(beta=0.05, c=1.0, n_classes=3)
+    model = pb.MultinomialLogisticRegression(beta=0.05, c=1.0, n_classes=3, backend="langevin")
     want = pb.sample(model, (x, y), 2.0, 4.0, rng=4)
     got = pb.sample(model, _dask(x, y, 1_300), 2.0, 4.0, rng=4)
+    _close(want.value, got.value, 1e-8)
+
+
+def test_multinomial_exact_matches(client):
+    # 70,000 rows: three FIT_ROWS blocks, a warm start on a subsample, several chunks
+    x, y = _data(8, n=70_000, classes=3)
+    model = pb.MultinomialLogisticRegression(beta=0.01, c=1.0, n_classes=3, backend="exact")
+    want = pb.sample(model, (x, y), 2.0, 1.0, size=2, rng=5)
+    got = pb.sample(model, _dask(x, y, 9_000), 2.0, 1.0, size=2, rng=5)
+    assert want.guarantee == got.guarantee == "exact"
+    assert want.diagnostics["public"] == got.diagnostics["public"]
     _close(want.value, got.value, 1e-8)
 
 

@@ -65,6 +65,21 @@ def _log_post(x, y, k, r, prec, w):
     return out
 
 
+def _w(theta, d, k):
+    """Shift-free coordinates (B, d (K - 1)) -> W (B, d K) (the sampler's map Theta Q^T)."""
+    return S.to_weights(np.asarray(theta).reshape(-1, d, k - 1), k).reshape(-1, d * k)
+
+
+def _log_post_theta(x, y, k, r, prec, theta):
+    """The target of the exact sampler: the log posterior at W = Theta Q^T (||W|| = ||Theta||
+    up to rounding, and the likelihood ignores the shift)."""
+    d = x.shape[1]
+    t = np.asarray(theta)
+    return _log_post(x, y, k, r, prec, _w(t, d, k)) - 0.5 * prec * (
+        (t * t).sum(axis=1) - (_w(t, d, k) ** 2).sum(axis=1)
+    )
+
+
 def _model(beta, k, **kw):
     return pb.MultinomialLogisticRegression(beta=beta, n_classes=k, backend="exact", **kw)
 
@@ -120,8 +135,8 @@ def test_proposals_released_unfiltered_fail_the_quadrature_check():
     fit = X._fit(prob, plan)
     rng = np.random.default_rng(0)
     rho, _ = plan.envelope.draw(rng, 4000)
-    u = rho[:, None] * X._directions(rng, 4000, 3)
-    proposals = fit.w_hat + np.linalg.solve(fit.chol.T, u.T).T
+    u = rho[:, None] * X._directions(rng, 4000, 2)
+    proposals = prob.full_weights(fit.w_hat + np.linalg.solve(fit.chol.T, u.T).T, rng)
     with pytest.raises(AssertionError):
         _check_against_grid(proposals, mesh, p)
 
@@ -146,7 +161,7 @@ def _bound_data():
 @pytest.mark.parametrize("name, x, y, k, beta", _bound_data())
 def test_envelope_dominates_brute_force(name, x, y, k, beta):
     n, d = x.shape
-    dim = d * k
+    dim = d * (k - 1)
     plan = X.exact_plan(n, d, beta, 1.0, classes=k, max_proposals=10**9)
     prob = S.SoftmaxProblem(x, y, k, 1.0, n * beta)
     fit = X._fit(prob, plan)
@@ -158,40 +173,42 @@ def test_envelope_dominates_brute_force(name, x, y, k, beta):
         for j in range(1, k):
             t = np.zeros((d, k))
             t[a, 0], t[a, j] = 1.0, -1.0
-            theta = np.vstack([theta, t.ravel() / math.sqrt(2), -t.ravel() / math.sqrt(2)])
+            t = (t @ S.basis(k)).ravel()  # its shift-free coordinates
+            theta = np.vstack([theta, t / np.linalg.norm(t), -t / np.linalg.norm(t)])
     rho = np.linspace(1e-3, min(plan.envelope.rho_max, 16.0), 300)
     u = (rho[:, None, None] * theta[None]).reshape(-1, dim)
     v = np.linalg.solve(fit.chol.T, u.T).T
-    ell = _log_post(x, y, k, 1.0, n * beta, fit.w_hat + v) - _log_post(
+    ell = _log_post_theta(x, y, k, 1.0, n * beta, fit.w_hat + v) - _log_post_theta(
         x, y, k, 1.0, n * beta, fit.w_hat[None]
     )
     best = ell.reshape(rho.size, -1).max(axis=1) + (dim - 1) * np.log(rho)
     assert (best <= plan.envelope.bound(rho) + 1e-9).all(), name
 
 
-def _log_z_grid(x, y, k, beta, fit, half=14.0, points=101):
+def _log_z_grid(x, y, k, beta, fit, half=14.0):
     n, d = x.shape
-    dim = d * k
-    axis = np.linspace(-half, half, points)
+    dim = d * (k - 1)
+    axis = np.linspace(-half, half, 81 if dim == 3 else 401)
     u = np.stack(np.meshgrid(*[axis] * dim, indexing="ij"), -1).reshape(-1, dim)
     v = np.linalg.solve(fit.chol.T, u.T).T
-    ell = _log_post(x, y, k, 1.0, n * beta, fit.w_hat + v) - _log_post(
+    ell = _log_post_theta(x, y, k, 1.0, n * beta, fit.w_hat + v) - _log_post_theta(
         x, y, k, 1.0, n * beta, fit.w_hat[None]
     )
-    return math.log(np.exp(ell).sum() * (2 * half / (points - 1)) ** dim)
+    return math.log(np.exp(ell).sum() * (axis[1] - axis[0]) ** dim)
 
 
 def test_log_mass_lower_bound_against_quadrature():
     for name, x, y, k, beta in _bound_data():
         n, d = x.shape
-        if d * k != 3:
+        dim = d * (k - 1)
+        if dim > 3:
             continue
         plan = X.exact_plan(n, d, beta, 1.0, classes=k, max_proposals=10**9)
         prob = S.SoftmaxProblem(x, y, k, 1.0, n * beta)
         fit = X._fit(prob, plan)
         log_z = _log_z_grid(x, y, k, beta, fit)
-        trace = (1 + plan.eta) * min(3 * plan.kappa, n * (1 - 1 / k) / plan.p)
-        low = E.log_mass_lower(3, plan.p, plan.c_env, plan.eta, trace, spread_dof=k)
+        trace = (1 + plan.eta) * min(dim * plan.kappa, n * (1 - 1 / k) / plan.p)
+        low = E.log_mass_lower(dim, plan.p, plan.c_env, plan.eta, trace, spread_dof=k - 1)
         assert low <= log_z, name
         assert low > log_z - 1.5, (name, log_z - low)
         assert plan.acceptance_lower_bound <= math.exp(log_z - plan.envelope.log_total), name
@@ -313,19 +330,22 @@ def test_softmax_kernel_within_its_relative_bound():
         assert float(rel.max()) <= float(S.softmax_rel_error(0.0, np.abs(z).max(), k))
 
 
-def _ref_grad_hess(x, y, k, r, p, w):
+def _ref_grad_hess(x, y, k, r, p, theta):
+    """Gradient and Hessian in Theta, in 80-bit arithmetic from the stored basis Q."""
+    q = S.basis(k).astype(np.longdouble)
+    d = x.shape[1]
     xl = x.astype(np.longdouble)
-    wm = w.astype(np.longdouble).reshape(x.shape[1], k)
+    wm = theta.astype(np.longdouble).reshape(d, k - 1) @ q.T
     z = xl @ wm
     e = np.exp(z - z.max(axis=1, keepdims=True))
     s = e / e.sum(axis=1, keepdims=True)
     res = s.copy()
     res[np.arange(len(y)), y] -= 1
-    g = r * (xl.T @ res).ravel() + p * w.astype(np.longdouble)
-    size = x.shape[1] * k
+    g = r * ((xl.T @ res) @ q).ravel() + p * theta.astype(np.longdouble)
+    size = d * (k - 1)
     h = np.zeros((size, size), dtype=np.longdouble)
     for i in range(len(y)):
-        sm = np.diag(s[i]) - np.outer(s[i], s[i])
+        sm = q.T @ (np.diag(s[i]) - np.outer(s[i], s[i])) @ q
         h += np.kron(np.outer(xl[i], xl[i]), sm)
     return g, r * h
 
@@ -335,7 +355,7 @@ def test_gradient_and_hessian_within_their_bounds():
         x, y = _toy(n, d, k, seed=seed, scale=5.0)
         x *= 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1))[:, None]
         r, p = 0.7, n * 0.01
-        w = np.random.default_rng(seed).normal(size=d * k) * 8
+        w = np.random.default_rng(seed).normal(size=d * (k - 1)) * 8
         prob = S.SoftmaxProblem(x, y, k, r, p)
         _, g, h = prob.grad_hess(w)
         g_ref, h_ref = _ref_grad_hess(x, y, k, r, p, w)
@@ -351,18 +371,19 @@ def test_loglik_differences_within_their_bound():
     n, d, k = 4000, 3, 5
     x, y = _toy(n, d, k, seed=8, scale=4.0)
     rng = np.random.default_rng(8)
-    w_hat = rng.normal(size=d * k) * 5
-    vt = rng.normal(size=(d * k, 40)) * rng.uniform(0.01, 3, 40)
+    w_hat = rng.normal(size=d * (k - 1)) * 5
+    vt = rng.normal(size=(d * (k - 1), 40)) * rng.uniform(0.01, 3, 40)
     prob = S.SoftmaxProblem(x, y, k, 1.0, 1.0)
-    wm = w_hat.reshape(d, k)
+    wm = prob.weights(w_hat)
     z0 = np.concatenate([x[s : s + S.FIT_ROWS] @ wm for s in range(0, n, S.FIT_ROWS)])
     got = prob.loglik_diff(z0, prob.base(z0), vt)
     xl = x.astype(np.longdouble)
-    ref0 = _loss_ld(xl @ w_hat.astype(np.longdouble).reshape(d, k), y)
+    q = S.basis(k).astype(np.longdouble)
+    ref0 = _loss_ld(xl @ (w_hat.astype(np.longdouble).reshape(d, k - 1) @ q.T), y)
     w_norm = float(np.linalg.norm(w_hat)) * 1.0001
     for j in range(vt.shape[1]):
-        wj = (w_hat.astype(np.longdouble) + vt[:, j].astype(np.longdouble)).reshape(d, k)
-        ref = (_loss_ld(xl @ wj, y) - ref0).sum()
+        tj = (w_hat.astype(np.longdouble) + vt[:, j].astype(np.longdouble)).reshape(d, k - 1)
+        ref = (_loss_ld(xl @ (tj @ q.T), y) - ref0).sum()
         v_norm = float(np.linalg.norm(vt[:, j])) * 1.0001
         bound = S.log_density_error(n, d, k, 1.0, 1.0, 1.0, w_norm, v_norm, 1.0)
         assert abs(float(got[j] - ref)) <= bound, j
@@ -402,7 +423,7 @@ def test_a_too_small_envelope_is_caught():
     cal = pb.calibrate(model, 200, 2.0, 1.0)
     plan = X.exact_plan(200, 2, 0.05, 1.0, cal.r, cal.m, size=100, classes=3)
     prob = S.SoftmaxProblem(x, y, 3, cal.r, 200 * 0.05)
-    gauss = E.build_envelope(6, plan.p, 0.0, plan.c_self, plan.tau, plan.eta)
+    gauss = E.build_envelope(4, plan.p, 0.0, plan.c_self, plan.tau, plan.eta)
     with pytest.raises(X.EnvelopeViolationError, match="bug"):
         X.run(prob, dataclasses.replace(plan, envelope=gauss), np.random.default_rng(0))
     with pytest.raises(X.EnvelopeViolationError):

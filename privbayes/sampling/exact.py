@@ -292,7 +292,9 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
     # rows pass validation at ||x|| <= c (1 + 1e-12) computed; the true norm is then below
     # c (1 + 1e-12) (1 + gamma_d): 2e-12 covers d < 1e3, and more generously below.
     c_env = c * (1.0 + 2e-12 + gamma(d + 2))
-    features, d = d, d * max(1, classes)  # d: the parameter's dimension from here on
+    # d: the sampled parameter's dimension from here on; softmax samples the d (K - 1)
+    # shift-free coordinates (docs/multinomial.md §6)
+    features, d = d, d * max(1, classes - 1)
     p = n * beta / m * (1.0 + 4.0 * U)  # an upper bound; p_low below
     p_low = n * beta / m * (1.0 - 4.0 * U)
     tau = GRAD_TOL
@@ -330,7 +332,7 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
             "use a larger beta (or a smaller m) or another back-end"
         ) from None
     trace = (1.0 + eta) * min(d * kappa, trace_data / p_low) * (1.0 + 4.0 * U)
-    log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace, spread_dof=classes)
+    log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace, spread_dof=max(0, classes - 1))
     log_env = env.log_total - log_z
     # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low - Z(tail)) / W, the
     # rounding allowance e(u) <= e_pub holding on the grid (docs/exact.md, Theorem 3)
@@ -825,14 +827,14 @@ def _fit(prob: _Problem, plan: ExactPlan) -> _Fit:
         from . import exact_softmax as sm
 
         k = plan.classes
-        delta_h = sm.delta_h(prob.n, d // k, k, r, plan.c_env, w_norm, lf2, p)
+        delta_h = sm.delta_h(prob.n, d // (k - 1), k, r, plan.c_env, w_norm, lf2, p)
     else:
         delta_h = _delta_h(prob.n, d, r, plan.c_env, w_norm, lf2, p)
     inv_sqrt = math.sqrt((1.0 + plan.eta) / plan.p) * (1.0 + 4.0 * U)  # >= ||L^-1||_2
     x_hat = linalg.solve_triangular(chol, g, lower=True)
     g_norm = float(np.linalg.norm(g))
     if plan.classes:
-        g_err = sm.grad_error(prob.n, d // k, k, r, plan.c_env, w_norm, g_norm, p)
+        g_err = sm.grad_error(prob.n, d // (k - 1), k, r, plan.c_env, w_norm, g_norm, p)
     else:
         g_err = _grad_error(prob.n, d, r, plan.c_env, w_norm, g_norm, p)
     tau = (
@@ -898,7 +900,9 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
         ell = -r * s - p * (w_hat @ v) - 0.5 * p * vv
         v_norm = np.sqrt(vv) * (1.0 + d * U)
         if plan.classes:
-            err = log_density_error(prob.n, d // k, k, r, p, plan.c_env, w_norm, v_norm, rho)
+            err = log_density_error(
+                prob.n, d // (k - 1), k, r, p, plan.c_env, w_norm, v_norm, rho
+            )
         else:
             err = _log_density_error(prob.n, d, r, p, plan.c_env, w_norm, v_norm, rho)
         err = err + env.log_q_error(rho)
@@ -962,14 +966,12 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
         classes=classes,
     )  # fmt: skip
     if classes:
-        if is_rows(x):
-            raise TypeError(
-                "backend='exact' for multinomial logistic regression needs X in memory; with "
-                "Dask inputs use backend='langevin' or 'imh', or call .compute() if the data fit"
-            )
-        from .exact_softmax import SoftmaxProblem
+        from .exact_softmax import DaskSoftmaxProblem, SoftmaxProblem
 
-        prob = SoftmaxProblem(x, y, classes, cal.r, n * model.beta / cal.m)
+        if is_rows(x):  # rows held in a Dask engine: the same passes, run there
+            prob = DaskSoftmaxProblem(x, classes, cal.r, n * model.beta / cal.m)
+        else:
+            prob = SoftmaxProblem(x, y, classes, cal.r, n * model.beta / cal.m)
     elif is_rows(x):  # rows held in a Dask engine: the same passes, run there
         prob = _DaskProblem(x, cal.r, n * model.beta / cal.m)
     else:
@@ -983,6 +985,8 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
             public=public,
         )
     values = np.array(kept[:k], dtype=float)
+    if classes:  # shift-free coordinates -> W, with the data-free shift component drawn
+        values = prob.full_weights(values, rng)
     value = values[0] if size is None else values
     value.setflags(write=False)
     return value, {"backend": "exact", "public": public, **stats}

@@ -1,7 +1,13 @@
 """The exact back-end's data side for K-class softmax regression (docs/multinomial.md §6).
 
-The rejection sampler of privbayes.sampling.exact is generic in the parameter dimension
-P = d K; what the softmax family changes is proven in docs/multinomial.md §6:
+The likelihood does not see the shift W -> W + v 1^T, and the prior is isotropic: with an
+orthonormal basis [1/sqrt(K), Q] of R^K, W = Theta Q^T + m 1^T / sqrt(K) where m ~ N(0, I/p)
+is independent of the data and Theta (d x (K - 1)) has the tempered posterior of the loss
+L(Theta Q^T). The rejection sampler of privbayes.sampling.exact draws Theta exactly in
+P = d (K - 1) dimensions, and ``full_weights`` adds the shift. The certificate covers the
+release because Theta's law is certified with the same constant (||Q||_2 <= 1: the
+gradient sensitivity cannot grow) and W is a data-free post-processing of (Theta, m).
+What the softmax family changes is proven in docs/multinomial.md §6:
 
 * the line constant: along W + tV the per-record loss has |third| <= R second and
   |fourth| <= R^2 second cumulant, R = range of V^T x <= sqrt(2) ||x|| ||V||_F, so the
@@ -13,8 +19,9 @@ P = d K; what the softmax family changes is proven in docs/multinomial.md §6:
 * the rounding-error bounds of the kernels below (Lemma M5): every bound assumes the
   computation written here, and the tests check them against 80-bit and mpmath sums.
 
-Data: X (n, d) float64, labels y (n,) int64 in {0, ..., K-1}; the parameter w is W (d, K)
-flattened row-major (entry (a, k) at a K + k), as in MultinomialLogistic.
+Data: X (n, d) float64, labels y (n,) int64 in {0, ..., K-1}; the sampled parameter is
+Theta (d, K - 1) flattened row-major, the released one W (d, K) flattened row-major (entry
+(a, k) at a K + k), as in MultinomialLogistic.
 """
 
 from __future__ import annotations
@@ -31,6 +38,31 @@ FIT_ROWS = 32_768  # rows per block of the gradient / Hessian sums (as the binar
 MAX_ROWS = 65_536  # rows per block of the proposals' log-likelihood sums
 BATCH = 256  # proposals per pass (the binary back-end's)
 _CELLS = 1 << 21  # scores per block of the proposals' pass (16 MB of float64)
+# Additions beyond the in-memory block sums allowed for in the sums' error bounds: the
+# thread split of a block (<= 1024 threads) and a Dask engine's ordered tree (<= 7 per
+# level, levels <= log_8 of the chunk count) both fit in 64 for any n below 2^60.
+TREE = 64
+
+
+# -- the shift-free basis ---------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def basis(k: int) -> np.ndarray:
+    """Q (K, K - 1): the Helmert columns (1, ..., 1, -j, 0, ...) / sqrt(j (j + 1)), j = 1..K-1,
+    orthonormal and orthogonal to 1 up to rounding, scaled by 1 - 8 U (sqrt(K) + 1) so that
+    ||Q||_2 <= 1 holds for the stored floats (each entry is within 2 U of the exact one,
+    so ||Q~ - Q||_2 <= 2 U sqrt(K - 1)). Read-only."""
+    q = np.zeros((k, k - 1))
+    for j in range(1, k):
+        q[:j, j - 1] = 1.0 / math.sqrt(j * (j + 1))
+        q[j, j - 1] = -j / math.sqrt(j * (j + 1))
+    q *= 1.0 - 8.0 * U * (math.sqrt(k) + 1.0)
+    q.setflags(write=False)
+    return q
+
+
+def to_weights(theta: np.ndarray, k: int) -> np.ndarray:
+    """Theta (..., d, K - 1) -> Theta Q^T (..., d, K) (the scores' weights)."""
+    return theta @ basis(k).T
 
 
 # -- public constants -----------------------------------------------------------------------
@@ -101,26 +133,34 @@ def _check_small(rho) -> None:
 
 
 def delta_h(n, d, k, r, c_env, w_norm, lf2, p) -> float:
-    """Bound on ||H - L L^T||_2 for the blocked softmax Hessian (``grad_hess``) and its
-    Cholesky factor (Higham Thm 10.3): Lemma M5 (b)."""
-    zeta = gamma(d) * c_env * w_norm
-    z_abs = c_env * w_norm * (1.0 + gamma(d))
+    """Bound on ||H - L L^T||_2 for the blocked softmax Hessian in Theta (``grad_hess``)
+    and its Cholesky factor (Higham Thm 10.3): Lemma M5 (b). w_norm bounds ||Theta||_F;
+    the scores' weights Theta Q^T are computed first (gamma_K more per score)."""
+    zeta = gamma(d + k) * c_env * w_norm
+    z_abs = c_env * w_norm * (1.0 + gamma(d + k))
     rho_s = float(softmax_rel_error(zeta, z_abs, k))
     _check_small(rho_s)
     nb = math.ceil(n / FIT_ROWS)
-    per = 3.02 * rho_s + 8.1 * U + 2.02 * (gamma(FIT_ROWS) + gamma(2 * nb + 2)) * (1.0 + rho_s) ** 2
+    per = (
+        3.02 * rho_s
+        + 8.1 * U
+        + 2.02 * (gamma(FIT_ROWS) + gamma(2 * nb + TREE)) * (1.0 + rho_s) ** 2
+        + 4.04 * k * gamma(k) * (1.0 + rho_s) ** 2  # Q^T H_W Q: two products of length K
+    )
     hess = r * n * c_env * c_env * per * (1.0 + 4.0 * U) + 2.0 * U * p
-    return (hess + gamma(d * k + 1) * lf2 + 4.0 * U * p) * 1.01
+    return (hess + gamma(d * (k - 1) + 1) * lf2 + 4.0 * U * p) * 1.01
 
 
 def grad_error(n, d, k, r, c_env, w_norm, g_norm, p) -> float:
-    """Bound on ||grad f(w) - g_computed||_2 for the blocked softmax gradient: Lemma M5 (a)."""
-    zeta = gamma(d) * c_env * w_norm
-    z_abs = c_env * w_norm * (1.0 + gamma(d))
+    """Bound on ||grad f(Theta) - g_computed||_2 for the blocked softmax gradient in Theta:
+    Lemma M5 (a)."""
+    zeta = gamma(d + k) * c_env * w_norm
+    z_abs = c_env * w_norm * (1.0 + gamma(d + k))
     rho_s = float(softmax_rel_error(zeta, z_abs, k))
     _check_small(rho_s)
     nb = math.ceil(n / FIT_ROWS)
-    per = rho_s + U + (gamma(FIT_ROWS) + gamma(nb + 1)) * (1.5 + rho_s) * 1.01
+    sums = gamma(FIT_ROWS) + gamma(nb + TREE) + math.sqrt(k) * gamma(k)  # last: G_W Q
+    per = rho_s + U + sums * (1.5 + rho_s) * 1.01
     return (r * n * c_env * per + 4.0 * U * (g_norm + p * w_norm)) * 1.01
 
 
@@ -140,7 +180,7 @@ def log_density_error(n, d, k, r, p, c_env, w_norm, v_norm, rho):
     """
     v_norm = np.asarray(v_norm, dtype=float)
     rho = np.asarray(rho, dtype=float)
-    gd = gamma(d)
+    gd = gamma(d + k)  # the weights Theta Q^T first (gamma_K), then the dot products
     z0 = c_env * w_norm * (1.0 + gd)
     amax = c_env * v_norm * (1.0 + gd)
     zeta0 = gd * c_env * w_norm
@@ -153,9 +193,9 @@ def log_density_error(n, d, k, r, p, c_env, w_norm, v_norm, rho):
         + U * (2.0 * amax + 1.0)
     )
     nb = math.ceil(n / block_rows(k))
-    summed = n * (per + (gamma(MAX_ROWS) + gamma(nb + 1)) * (2.0 * amax + per))
+    summed = n * (per + (gamma(MAX_ROWS + 1024) + gamma(nb + TREE)) * (2.0 * amax + per))
     loglik = r * summed * (1.0 + 4.0 * U) + 2.0 * U * r * n * (2.0 * amax + 1.0)
-    dim = d * k
+    dim = d * (k - 1)
     prior = p * (w_norm * v_norm + v_norm * v_norm) * (gamma(dim) + 8.0 * U)
     with np.errstate(divide="ignore"):
         lr = (dim - 1) * np.abs(np.log(np.maximum(rho, 1e-300)))
@@ -188,7 +228,8 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 class SoftmaxProblem:
     """The exact back-end's data interface (as privbayes.sampling.exact._Problem) for the
-    K-class softmax family: ``d`` is the parameter dimension d K."""
+    K-class softmax family, in the shift-free coordinates Theta: ``d`` is the sampled
+    dimension d (K - 1); every pass forms the weights Theta Q^T first."""
 
     group = 1
 
@@ -199,9 +240,18 @@ class SoftmaxProblem:
         self.y = np.ascontiguousarray(y, dtype=np.int64)
         self.k = int(k)
         self.n, self.features = self.x.shape
-        self.d = self.features * self.k
+        self.d = self.features * (self.k - 1)
         self.r, self.p = float(r), float(p)
         self.threads = _threads()
+
+    def weights(self, theta: np.ndarray) -> np.ndarray:
+        """Theta (d (K - 1),) -> the scores' weights W = Theta Q^T, shape (d, K)."""
+        return to_weights(theta.reshape(self.features, self.k - 1), self.k)
+
+    def full_weights(self, thetas: np.ndarray, rng) -> np.ndarray:
+        """Released W (count, d K): Theta Q^T + m 1^T / sqrt(K), m ~ N(0, I_d / p) drawn
+        here (count d normals: the data-free shift component of the posterior)."""
+        return full_weights(thetas, self.features, self.k, self.p, rng)
 
     def subsample(self, rows: int) -> SoftmaxProblem:
         """The problem on ``rows`` evenly spread rows, likelihood weighted by n / rows."""
@@ -216,14 +266,24 @@ class SoftmaxProblem:
         return [(s, min(s + rows, self.n)) for s in range(0, self.n, rows)]
 
     def grad_hess(self, w: np.ndarray):
-        """(scores z (n, K), gradient of f (d K,), data Hessian H_L (d K, d K)) at w.
+        """(scores z (n, K), gradient of f (P,), data Hessian H_L (P, P)) at Theta = w,
+        P = d (K - 1): ``grad_hess_w`` at W = Theta Q^T, then G_W Q and
+        (I kron Q)^T H_W (I kron Q), times r (error bounds: ``grad_error``, ``delta_h``)."""
+        z, g_w, h_w = self.grad_hess_w(w, scores=True)
+        g, h = theta_grad_hess(g_w, h_w, self.features, self.k)
+        return z, self.r * g + self.p * w, self.r * h
+
+    def grad_hess_w(self, w: np.ndarray, scores: bool = False):
+        """Sums over the rows in W coordinates at W = Theta Q^T (without r): gradient
+        sum_i x_i (s_i - e_y)^T (d K,) and Hessian sum_i (diag(s_i) - s_i s_i^T) kron
+        x_i x_i^T (d K, d K); with ``scores`` also the scores (n, K) first.
 
         Per FIT_ROWS block: the scores X_b W (BLAS), the softmax, the gradient block
-        X_b^T (s - e_y), and the Hessian block sum_i (diag(s_i) - s_i s_i^T) kron x_i x_i^T
-        as sum_j diag-blocks (X_b s_j)^T X_b minus P^T P, P_i = x_i kron s_i; blocks are
-        summed in order (their error bounds: ``grad_error``, ``delta_h``)."""
-        k, dx, size = self.k, self.features, self.d
-        wm = w.reshape(dx, k)
+        X_b^T (s - e_y), and the Hessian block as sum_j diag-blocks (X_b s_j)^T X_b minus
+        P^T P, P_i = x_i kron s_i; blocks are summed in order."""
+        k, dx = self.k, self.features
+        size = dx * k
+        wm = self.weights(w)
         h = np.zeros((size, size))
         gs, zs = [], []
         for s0, e0 in self._blocks(FIT_ROWS):
@@ -238,12 +298,12 @@ class SoftmaxProblem:
             h -= pm.T @ pm
             for j in range(k):
                 h[j::k, j::k] += (xb * s[:, j : j + 1]).T @ xb
-        g = self.r * np.sum(gs, axis=0) + self.p * w
-        return np.concatenate(zs), g, self.r * h
+        g = np.sum(gs, axis=0)
+        return (np.concatenate(zs), g, h) if scores else (g, h)
 
     def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
         """sum_i [L_i(z_i - t b_i) - L_i(z_i)], b_i = step^T x_i, for each t (one pass)."""
-        sm = step.reshape(self.features, self.k)
+        sm = self.weights(step)
         out = np.zeros(ts.size)
         for s0, e0 in self._blocks(FIT_ROWS):
             zb, yb = z[s0:e0], self.y[s0:e0]
@@ -266,7 +326,8 @@ class SoftmaxProblem:
         for fewer columns, up to MAX_ROWS), the elementwise part split over threads."""
         k, dx = self.k, self.features
         cols = vt.shape[1]
-        mat = np.ascontiguousarray(vt.reshape(dx, k, cols).transpose(0, 2, 1).reshape(dx, -1))
+        vw = to_weights(vt.reshape(dx, k - 1, cols).transpose(0, 2, 1), k)  # (d, cols, K)
+        mat = np.ascontiguousarray(vw.reshape(dx, -1))
         rows = min(MAX_ROWS, max(256, _CELLS // max(1, cols * k)))
         total = []
         pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
@@ -290,3 +351,100 @@ class SoftmaxProblem:
             if pool is not None:
                 pool.shutdown()
         return np.sum(total, axis=0)
+
+
+def theta_grad_hess(g_w: np.ndarray, h_w: np.ndarray, d: int, k: int):
+    """The gradient (d K,) and Hessian (d K, d K) in W (row-major) -> in Theta: G_W Q and
+    (I kron Q)^T H_W (I kron Q), shapes (d (K - 1),) and (d (K - 1), d (K - 1))."""
+    q = basis(k)
+    g = (g_w.reshape(d, k) @ q).ravel()
+    h4 = h_w.reshape(d, k, d, k)
+    h4 = np.einsum("ajbl,jm->ambl", h4, q)
+    h4 = np.einsum("ambl,ln->ambn", h4, q)
+    size = d * (k - 1)
+    return g, np.ascontiguousarray(h4.reshape(size, size))
+
+
+def full_weights(thetas: np.ndarray, d: int, k: int, p: float, rng) -> np.ndarray:
+    """Theta (count, d (K - 1)) -> W (count, d K): Theta Q^T + m 1^T / sqrt(K), with
+    m ~ N(0, I_d / p) from ``rng`` (count d standard normals)."""
+    thetas = np.asarray(thetas, dtype=float).reshape(-1, d, k - 1)
+    shift = rng.standard_normal((thetas.shape[0], d)) / math.sqrt(p * k)
+    w = to_weights(thetas, k) + shift[:, :, None]
+    return w.reshape(thetas.shape[0], d * k)
+
+
+# -- rows held in a Dask engine ---------------------------------------------------------------
+def _chunk_problem(block: np.ndarray, d: int, k: int, r: float) -> SoftmaxProblem:
+    """A one-thread SoftmaxProblem on a prepared chunk [x, y] (rows, d + 1)."""
+    prob = SoftmaxProblem(block[:, :d], block[:, d].astype(np.int64), k, r, 0.0)
+    prob.threads = 1
+    return prob
+
+
+def _scores(prob: SoftmaxProblem, w: np.ndarray) -> np.ndarray:
+    """The scores X Theta Q^T in FIT_ROWS blocks, as ``grad_hess`` computes them."""
+    wm = prob.weights(w)
+    return np.concatenate(
+        [prob.x[s : s + FIT_ROWS] @ wm for s in range(0, prob.n, FIT_ROWS)]
+    ).reshape(-1, prob.k)
+
+
+def _gh_chunk(block, d, k, w, r):
+    """A chunk's gradient and Hessian sums in W (without r and the prior)."""
+    prob = _chunk_problem(block, d, k, 1.0)
+    return prob.grad_hess_w(w)
+
+
+def _line_chunk(block, d, k, w, step, ts):
+    prob = _chunk_problem(block, d, k, 1.0)
+    return prob.line_values(_scores(prob, w), step, ts)
+
+
+def _loglik_chunk(block, d, k, w_hat, vts):
+    prob = _chunk_problem(block, d, k, 1.0)
+    z0 = _scores(prob, w_hat)
+    sp0 = prob.base(z0)
+    return tuple(prob.loglik_diff(z0, sp0, vt) for vt in vts)
+
+
+class DaskSoftmaxProblem:
+    """SoftmaxProblem's interface on rows held in a Dask engine (privbayes.sampling.passes):
+    every method is one pass (one graph, the chunk kernel on each chunk, an ordered sum in
+    the engine); scores never leave the workers (a "scores" value here is the point w they
+    are taken at, recomputed blockwise by the chunk kernels: the same floats). The chunks
+    start on multiples of FIT_ROWS, so the blocks are the in-memory path's; the ordered
+    tree adds at most 7 roundings per level (the bounds above allow for it)."""
+
+    group = 32  # proposal batches per pass
+
+    def __init__(self, rows, k: int, r: float, p: float):
+        self.rows = rows
+        self.k = int(k)
+        self.n, self.features = rows.shape
+        self.d = self.features * (self.k - 1)
+        self.r, self.p = float(r), float(p)
+
+    def full_weights(self, thetas: np.ndarray, rng) -> np.ndarray:
+        return full_weights(thetas, self.features, self.k, self.p, rng)
+
+    def subsample(self, rows: int) -> DaskSoftmaxProblem:
+        if self.n <= rows:
+            return self
+        return DaskSoftmaxProblem(
+            self.rows.subsample(rows), self.k, self.r * self.n / rows, self.p
+        )
+
+    def grad_hess(self, w: np.ndarray):
+        g_w, h_w = self.rows.reduce(_gh_chunk, self.features, self.k, w, 1.0)
+        g, h = theta_grad_hess(g_w, h_w, self.features, self.k)
+        return np.array(w, dtype=float), self.r * g + self.p * w, self.r * h
+
+    def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        return self.rows.reduce(_line_chunk, self.features, self.k, z, step, ts)
+
+    def base(self, z0: np.ndarray) -> None:
+        return None
+
+    def loglik_diffs(self, z0, sp0, vts: list[np.ndarray]) -> list[np.ndarray]:
+        return list(self.rows.reduce(_loglik_chunk, self.features, self.k, z0, list(vts)))
