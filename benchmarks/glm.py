@@ -40,12 +40,16 @@ on synthetic n = 1e5 and 1e6, d = 20, and the Adult-sized synthetic problem.
   print the number of proposals they would need and the time that would take.
 
 ``--multinomial`` instead measures multinomial (softmax) regression
-(``pb.MultinomialLogisticRegression``, docs/multinomial.md), the certified Langevin
-back-end against IMH, lam = 2, eps = 1 per release: time to a first release, releases per
-second with ``size=8`` (one call, eps = 8 in total), and test accuracy (argmax of x.W, mean
-over the 8 releases) beside the non-private MAP (scikit-learn), on
+(``pb.MultinomialLogisticRegression``, docs/multinomial.md): the exact back-end's public log
+envelope on a table of shapes, then the certified exact and Langevin back-ends against IMH,
+lam = 2, eps = 1 per release: time to a first release, releases per second with
+``size=8`` (one call, eps = 8 in total), and test accuracy (argmax of x.W, mean over the 8
+releases) beside the non-private MAP (scikit-learn), on
 
-* synthetic n = 10^4 (+ 2,000 test rows), d = 20, K = 5, rows on ||x|| <= 1, beta = 1e-3;
+* synthetic n = 2 x 10^5 (+ 20,000 test rows), d = 10, K = 4, beta = 1e-3, and n = 10^4
+  (+ 2,000 test rows), d = 20, K = 5, beta = 1e-3; rows on ||x|| <= 1;
+* Abalone's sex (M / F / infant) from its 7 measurements (/ 3, clipped to norm 0.9, and a
+  constant), 3,177 training and 1,000 test rows, beta in {1e-2, 1e-3};
 * 10-class MNIST with the features of experiments/mnist_multiclass.py (pixels / 255,
   k x k average pooling, rows of norm 1/sqrt(2) and a constant 1/sqrt(2)), on a random
   subsample of ``--mnist-train`` training rows (default 5,000, pooling ``--mnist-pool`` 4:
@@ -59,6 +63,7 @@ over the 8 releases) beside the non-private MAP (scikit-learn), on
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import time
@@ -66,6 +71,8 @@ import time
 import numpy as np
 
 import privbayes as pb
+from privbayes import datasets
+from privbayes.sampling import exact
 
 
 def adult_like(n: int, d: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -419,6 +426,17 @@ def langevin_section(args) -> None:
 
 # -- multinomial (softmax) regression ---------------------------------------------------------
 MULTI_SIZE = 8
+MULTI_SHAPES = [  # (n, d, K, beta) for the exact back-end's public envelope table
+    (12, 1, 3, 0.2),
+    (4_177, 9, 3, 1e-2),
+    (4_177, 9, 3, 1e-3),
+    (10**5, 10, 4, 1e-3),
+    (10**6, 20, 5, 1e-3),
+    (10**6, 20, 10, 1e-3),
+    (30_162, 105, 2, 1e-2),
+    (10_000, 20, 5, 1e-2),
+    (5_000, 50, 10, 3e-2),
+]
 
 
 def softmax_like(n: int, d: int, k: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -455,11 +473,16 @@ def multinomial_row(name, x, y, xte, yte, k: int, beta: float) -> None:
         f"{name}: n={n:,} d={d} K={k} (test {xte.shape[0]:,}), beta={beta:g}, lam=2, eps=1 per "
         f"release; non-private MAP accuracy {_map_accuracy(x, y, xte, yte, beta):.4f}"
     )
-    for backend in ("langevin", "imh"):
+    for backend in ("exact", "langevin", "imh"):
         model = pb.MultinomialLogisticRegression(beta, 1.0, k, backend=backend)
         extra = {"on_bad_diagnostics": "warn"} if backend == "imh" else {}
         t0 = time.perf_counter()
-        first = pb.sample(model, (x, y), 2.0, 1.0, rng=1, **extra)
+        try:
+            first = pb.sample(model, (x, y), 2.0, 1.0, rng=1, **extra)
+        except pb.ExactInfeasibleError as err:
+            print(f"  exact: refused from public inputs ({err.expected_proposals_per_draw:.3g} "
+                  "proposals per draw expected)")  # fmt: skip
+            continue
         t_first = time.perf_counter() - t0
         t0 = time.perf_counter()
         many = pb.sample(model, (x, y), 2.0, float(MULTI_SIZE), size=MULTI_SIZE, rng=2, **extra)
@@ -469,6 +492,13 @@ def multinomial_row(name, x, y, xte, yte, k: int, beta: float) -> None:
         if backend == "langevin":
             s = cal.sampler
             how = f"K={s['steps']} steps, eta {s['step']:.3g}"
+        elif backend == "exact":
+            pub = many.diagnostics["public"]
+            how = (
+                f"{pub['proposals']:,} proposals for {MULTI_SIZE} (public <= "
+                f"{pub['expected_proposals_per_draw']:.2f} per draw; observed "
+                f"{many.diagnostics['accepted'] / pub['proposals']:.3f} accepted)"
+            )
         else:
             dg = many.diagnostics
             how = f"R-hat {dg['rhat_max']:.4f}, acceptance {dg['acceptance']:.2f}"
@@ -483,14 +513,37 @@ def multinomial_row(name, x, y, xte, yte, k: int, beta: float) -> None:
 
 def multinomial_section(args) -> None:
     """Softmax regression: Langevin vs IMH (see the module docstring)."""
-    print(f"== multinomial: langevin (certified) vs imh (approximate), size={MULTI_SIZE} ==")
+    print(f"== multinomial: exact, langevin (certified) vs imh (approximate), size={MULTI_SIZE} ==")
+    print("public log envelope (exact back-end, r = m = 1, c = 1):")
+    for n, d, k, beta in MULTI_SHAPES:
+        try:
+            plan = exact.exact_plan(n, d, beta, 1.0, classes=k, max_proposals=10**12)
+            print(f"  n={n:,} d={d} K={k} beta={beta:g}: {plan.log_envelope:.2f}, "
+                  f"N = {plan.proposals:,} per release")  # fmt: skip
+        except exact.ExactInfeasibleError as err:
+            print(f"  n={n:,} d={d} K={k} beta={beta:g}: infeasible "
+                  f"({err.expected_proposals_per_draw:.3g} proposals per draw)")  # fmt: skip
     rng = np.random.default_rng(0)
+    x, y = softmax_like(220_000, 10, 4, rng)
+    multinomial_row("synthetic", x[:200_000], y[:200_000], x[200_000:], y[200_000:], 4, 1e-3)
     x, y = softmax_like(12_000, 20, 5, rng)
     multinomial_row("synthetic", x[:10_000], y[:10_000], x[10_000:], y[10_000:], 5, 1e-3)
+    try:
+        ab = datasets.load_abalone(args.data_dir)
+    except (FileNotFoundError, OSError) as exc:
+        print(f"Abalone skipped: {exc}")
+    else:
+        # sex (M / F / infant) from the 7 measurements, rows clipped to the ball of 0.9 plus
+        # a constant 0.43 (c = 1); 3,177 training rows, 1,000 test rows (a fixed split)
+        feats = pb.preprocessing.clip_rows(ab.measurements / 3.0, 0.9)
+        xa = np.hstack([feats, np.full((len(ab), 1), math.sqrt(1 - 0.81))])
+        ya = np.searchsorted(["F", "I", "M"], ab.sex).astype(float)
+        order = np.random.default_rng(2).permutation(len(ab))
+        tr, te = order[1000:], order[:1000]
+        for beta in (1e-2, 1e-3):
+            multinomial_row("Abalone sex", xa[tr], ya[tr], xa[te], ya[te], 3, beta)
     import sys
     from pathlib import Path
-
-    from privbayes import datasets
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
     import mnist_multiclass as mm

@@ -214,6 +214,17 @@ def test_log_mass_lower_bound_against_quadrature():
         assert plan.acceptance_lower_bound <= math.exp(log_z - plan.envelope.log_total), name
 
 
+def test_two_classes_have_the_binary_envelope_at_half_the_prior_precision():
+    """Section 6.4: K = 2 in the shift-free coordinate is binary logistic regression in
+    w = sqrt(2) theta with prior precision p / 2; the two public plans, computed by separate
+    code paths (c' = sqrt(2) c, F_1(sqrt(2) sigma), M_2), must agree."""
+    for n, d, beta in ((30_162, 105, 1e-2), (2_000, 5, 1e-2), (12, 1, 0.2)):
+        two = X.exact_plan(n, d, beta, 1.0, classes=2, max_proposals=10**12)
+        binary = X.exact_plan(n, d, beta / 2, 1.0, max_proposals=10**12)
+        assert two.log_envelope == pytest.approx(binary.log_envelope, rel=1e-6, abs=1e-6)
+        assert two.kappa == pytest.approx(binary.kappa, rel=1e-12)
+
+
 def test_chi_even_moment_ratio_against_mpmath():
     mpmath.mp.dps = 30
 

@@ -17,8 +17,10 @@ certificates need from the model is one :class:`GLMFamily`:
 * ``curvature``: a bound k on the Hessian weights, grad^2 loss(theta; z) <= k ||x||^2 I
   (so the data part of the smoothness is r n c^2 k);
 * ``self_concordance``: nu with |D^3 loss[v, v, v]| <= nu ||x|| ||v|| D^2 loss[v, v] along
-  every line (the exact back-end's envelope, docs/exact.md), or None when no proven
-  envelope exists for the family (the exact back-end then refuses it).
+  every line (the exact back-end's envelope, docs/exact.md), or None when the family's
+  exact back-end is not the binary one (softmax: sqrt(2), irrational, with its own
+  constants in privbayes.sampling.exact_softmax, docs/multinomial.md §6; any other
+  family is refused by the exact back-end).
 
 Binary logistic regression (:data:`BINARY_LOGISTIC`) and multinomial logistic regression
 (:class:`MultinomialLogistic`) are the two families. Adding one = a subclass with these
@@ -207,8 +209,9 @@ class MultinomialLogistic(GLMFamily):
     Constants (docs/multinomial.md): grad_W loss = x (softmax(W^T x) - e_y)^T has Frobenius
     norm ||x|| ||s - e_y|| <= sqrt(2) ||x||, and the replace-one sensitivity is
     G = 2 sqrt(2) c (sensitivity_sq = 8, the supremum for d >= 2); the Hessian weights
-    diag(s) - s s^T have operator norm <= 1/2 (curvature 1/2). No exact back-end
-    (self_concordance None). Data: (x (n, d), y (n,) int64).
+    diag(s) - s s^T have operator norm <= 1/2 (curvature 1/2). Its exact back-end lives in
+    privbayes.sampling.exact_softmax (nu = sqrt(2) there; self_concordance None here).
+    Data: (x (n, d), y (n,) int64).
     """
 
     name = "multinomial logistic"

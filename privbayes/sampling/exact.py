@@ -900,9 +900,7 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
         ell = -r * s - p * (w_hat @ v) - 0.5 * p * vv
         v_norm = np.sqrt(vv) * (1.0 + d * U)
         if plan.classes:
-            err = log_density_error(
-                prob.n, d // (k - 1), k, r, p, plan.c_env, w_norm, v_norm, rho
-            )
+            err = log_density_error(prob.n, d // (k - 1), k, r, p, plan.c_env, w_norm, v_norm, rho)
         else:
             err = _log_density_error(prob.n, d, r, p, plan.c_env, w_norm, v_norm, rho)
         err = err + env.log_q_error(rho)

@@ -106,7 +106,7 @@ def test_refusal_cases_cover_the_known_faults():
         ("audit", "normal", "c"),
         ("sample", "multinomial", "positive"),
         ("sample", "multinomial", "column"),
-        ("calibrate", "multinomial", "d"),
+        ("calibrate", "multinomial", "max_count"),
         ("sample", "logistic", "classes"),
         ("audit", "dirichlet-categorical", "classes"),
     ]:
