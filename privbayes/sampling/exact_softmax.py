@@ -432,9 +432,7 @@ class DaskSoftmaxProblem:
     def subsample(self, rows: int) -> DaskSoftmaxProblem:
         if self.n <= rows:
             return self
-        return DaskSoftmaxProblem(
-            self.rows.subsample(rows), self.k, self.r * self.n / rows, self.p
-        )
+        return DaskSoftmaxProblem(self.rows.subsample(rows), self.k, self.r * self.n / rows, self.p)
 
     def grad_hess(self, w: np.ndarray):
         g_w, h_w = self.rows.reduce(_gh_chunk, self.features, self.k, w, 1.0)
