@@ -117,15 +117,17 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     lam : float > 1 or inf, the Rényi order.
     eps : float > 0, the target eps at ``lam`` (nats).
     method : "direct", "diffused" (tunes r) or "concentrated" (tunes m); GLMs also "ops".
-    d : GLMs with backend="auto" only: the public number of features, from which (with n
-        and the prior) the back-end is chosen as :func:`privbayes.sample` would; the
-        Calibration's ``model`` then carries the chosen back-end. Without it the choice is
+    d : GLMs only: the public number of features (with an intercept, counted). With
+        backend="auto" the back-end is chosen from it (with n and the prior) as
+        :func:`privbayes.sample` would, and the Calibration's ``model`` carries the chosen
+        back-end; with any back-end the release's public checks run as in sample (the exact
+        back-end's proposal budget for one draw: ExactInfeasibleError where sample would
+        refuse). Without it the choice is
         undetermined (it depends on d): the Calibration's ``model`` keeps backend "auto",
         its ``guarantee`` is "undetermined (pass d)", and its knob and curve are those of
         exact posterior draws — the exact back-end's, and safe for Langevin too (that
         certificate also bounds Langevin's at the same knobs), though Langevin's own
-        calibration may allow a slightly larger knob. (A model whose choice needs no d,
-        e.g. MultinomialLogisticRegression, resolves as sample() would.)
+        calibration may allow a slightly larger knob.
 
     Returns
     -------
@@ -153,8 +155,6 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     if getattr(model, "backend", None) == "auto":
         # without d: the certificate of exact posterior draws, which also bounds Langevin's
         # at the same knobs (docs/langevin.md, Theorem 1)
-        # (a model whose choice needs no d, e.g. MultinomialLogisticRegression -> langevin,
-        # resolves as sample() would)
         # the Calibration keeps the "auto" model: its guarantee is undetermined until d is
         # known, and model.rdp of an "auto" model is the exact posterior's curve
         if d is None and not getattr(model, "resolves_without_d", False):
@@ -165,7 +165,11 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
             # OPS has one back-end, exact: no choice to leave open
             return cal if method == "ops" else dataclasses.replace(cal, model=model)
         model = guarded(lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method)
-    return guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
+    cal = guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
+    if d is not None and getattr(model, "backend", None) != "auto":
+        # the checks sample() runs before any charge (e.g. the exact proposal budget)
+        guarded(lambda: model._check_release(n, d, cal, None), model, n, lam, eps, method)
+    return cal
 
 
 # Messages of the arithmetic failures that Python, math and scipy report as ValueError or

@@ -29,6 +29,7 @@ Dask.
 from __future__ import annotations
 
 import glob as _glob
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -348,6 +349,9 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
         if bad is not None:
             count, i, value = bad
             where = f"{label}[{i}]"
+            if rule == 0 and isinstance(value, list):  # a row: name its first bad cell only
+                j = next((k for k, v in enumerate(value) if not math.isfinite(float(v))), 0)
+                where, value = f"{label}[{i}, {j}]", value[j]
             if rule == 0:
                 shown = value if isinstance(value, list) else repr(value)
                 message = (

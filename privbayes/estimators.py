@@ -242,11 +242,18 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             labels = np.searchsorted(self.classes_, y).astype(float)  # 0/1 for two classes
             if self.clip:
                 X = clip_rows(X, model.feature_bound)
-        ledger, close = _open_ledger(self.ledger)
         if self.random_state is None or isinstance(self.random_state, np.random.Generator):
             rng = np.random.default_rng(self.random_state)  # OS entropy, or a child stream
         else:
-            rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
+            try:
+                seeded = check_random_state(self.random_state)
+            except (TypeError, ValueError) as err:
+                raise ValueError(
+                    "random_state must be None, an int in [0, 2**32 - 1], a RandomState or a "
+                    f"Generator; got {self.random_state!r} ({err})"
+                ) from None
+            rng = np.random.default_rng(seeded.randint(2**31 - 1))
+        ledger, close = _open_ledger(self.ledger)
         try:
             release = sample(
                 model,

@@ -217,6 +217,7 @@ def _release(
     size=None,
     **options,
 ):
+    generator = resolve_rng(rng)  # a bad rng is refused before anything is charged
     target = eps if size is None else _per_draw_eps(eps, size)
     d = int(np.shape(stats[0])[1]) if hasattr(model, "_resolve") else None
     if d is not None:  # GLMs: "auto" picks a certified back-end from public inputs
@@ -236,7 +237,7 @@ def _release(
     # every release of this process is composed into the default accountant, before the
     # draw: a call that then fails has still read the data (docs/accounting.md §6)
     default_accountant().compose(charge)
-    value, log_value, diag = model._draw(stats, cal, resolve_rng(rng), size=size, **options)
+    value, log_value, diag = model._draw(stats, cal, generator, size=size, **options)
     finish = getattr(model, "_released", None)  # e.g. an intercept weight -> the bias
     if finish is not None:
         value = finish(value)

@@ -411,9 +411,9 @@ CATALOGUE = [
             (lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 1), ValueError, "n_classes"),
             (lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 2.5), ValueError, "n_classes"),
             (
-                lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 3, backend="exact", radius=2.0),
+                lambda: pb.MultinomialLogisticRegression(0.1, 1.0, 3, radius=-2.0),
                 ValueError,
-                "radius does not apply",
+                "radius",
             ),
         ],
         knob_attrs=("beta", "c", "n_classes"),

@@ -169,7 +169,7 @@ def test_bad_rows_inside_a_partition_charge_nothing(client, tmp_path):
 
     xb = x.copy()
     xb[[12_345, 17_000], 1] = [np.nan, np.inf]
-    err = refused(xb, y, r"must be finite; .*\[12345\] = .*\(2 row")
+    err = refused(xb, y, r"must be finite; \(X, y\)\[12345, 1\] = nan \(2 row")
     assert isinstance(err, pb.DataError) and (err.count, err.index) == (2, 12_345)
     yb = y.copy()
     yb[[9_999, 15_000]] = 2.0

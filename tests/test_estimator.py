@@ -51,10 +51,9 @@ def test_label_handling_and_errors():
     assert set(est.predict(X)) <= {"spam", "ham"}
     with pytest.raises(ValueError, match="1 class.*at least two classes"):
         PrivateLogisticRegression().fit(X, np.ones(40))
-    # three classes: the softmax model (tests/test_glm_multinomial.py); OPS is for two
-    # classes only, refused before anything is charged
-    with pytest.raises(ValueError, match="method must be one of.*with 3 classes"):
-        PrivateLogisticRegression(method="ops").fit(X, np.arange(40) % 3)
+    # three classes: the softmax model (tests/test_glm_multinomial.py), OPS included
+    three = PrivateLogisticRegression(method="ops", random_state=0).fit(X, np.arange(40) % 3)
+    assert three.coef_.shape == (3, X.shape[1]) and three.privacy_["method"] == "ops"
     with pytest.raises(ValueError, match="norm >"):
         PrivateLogisticRegression().fit(X * 10, y)  # no silent clipping by default
     with pytest.raises(ValueError, match="n_samples"):

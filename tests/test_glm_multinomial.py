@@ -306,7 +306,7 @@ def test_bad_inputs_are_refused_before_any_charge(tmp_path):
         with pytest.raises(ValueError, match=match):
             pb.sample(model, data, 2.0, 1.0, ledger=ledger, dataset="d")
     with pytest.raises(ValueError, match="method must be one of"):
-        pb.sample(model, (x, y), 2.0, 1.0, "ops", ledger=ledger, dataset="d")
+        pb.sample(model, (x, y), 2.0, 1.0, "gibbs", ledger=ledger, dataset="d")
     with pytest.raises(InfeasiblePrivacyError):
         pb.sample(model, (x, y), math.inf, 1.0, ledger=ledger, dataset="d")
     assert ledger.spent("d") == 0.0

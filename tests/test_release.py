@@ -286,3 +286,16 @@ def test_size_k_charges_the_composed_curve(tmp_path):
     one.init_budget("d", eps=5.0, delta=1e-6)
     one.charge("d", rel.calibration)
     assert ledger.spent("d") > one.spent("d")
+
+
+@pytest.mark.parametrize("rng", [-1, "a", 1.5, np.random.RandomState(0)])
+def test_a_bad_rng_is_refused_before_any_charge(tmp_path, rng):
+    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger.init_budget("d", eps=10.0, delta=1e-6)
+    for model, data in [
+        (pb.BetaBernoulli(), np.array([0, 1, 1])),
+        (pb.MultinomialLogisticRegression(0.1, 1.0, 3), (np.zeros((30, 2)), np.arange(30) % 3)),
+    ]:
+        with pytest.raises((TypeError, ValueError), match="rng"):
+            pb.sample(model, data, 2.0, 1.0, rng=rng, ledger=ledger, dataset="d")
+    assert ledger.spent("d") == 0.0

@@ -580,7 +580,7 @@ class MultinomialAdapter(Adapter):
     """Softmax regression over the K public --classes (docs/multinomial.md)."""
 
     name = "multinomial"
-    methods = CONJUGATE_METHODS  # no OPS
+    methods = GLM_METHODS
     flags = {
         "sample": frozenset(
             {
@@ -712,7 +712,8 @@ def privacy_args(parser, methods: tuple[str, ...], *, seed: bool = True) -> None
         "--method",
         choices=methods,
         default="diffused",
-        help="mechanism (default diffused)" + ("; ops: logistic only" if "ops" in methods else ""),
+        help="mechanism (default diffused)"
+        + ("; ops: logistic and multinomial" if "ops" in methods else ""),
     )
     if seed:
         parser.add_argument(

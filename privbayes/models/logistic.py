@@ -183,7 +183,7 @@ class BayesianLogisticRegression(Frozen):
     ) -> None:
         self.beta = _scale(beta, "beta")
         self.c = _scale(c, "c")
-        self.radius = self.c / self.beta if radius is None else _scale(radius, "radius")
+        self.radius = self._default_radius() if radius is None else _scale(radius, "radius")
         self._radius_arg = radius  # None: the default c / beta (with_backend keeps it so)
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
@@ -495,6 +495,10 @@ class BayesianLogisticRegression(Frozen):
         vals = [round_up(Fraction(v) * rho) if math.isfinite(v) else math.inf for v in uniq]
         res[:] = np.asarray(vals)[inverse]
         return res.reshape(lam.shape)
+
+    def _default_radius(self) -> float:
+        """OPS's default R = c / beta: the mode's norm bound for every data set (docs/glm.md)."""
+        return self.c / self.beta
 
     @property
     def c_bound(self) -> float:

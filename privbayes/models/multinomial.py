@@ -9,16 +9,20 @@ docs/glm.md,
     direct        eps(lam) = 4 lam c^2 / (n beta)
     diffused      eps(lam) = 4 lam c^2 r^2 / (n beta)     (likelihood ** r)
     concentrated  eps(lam) = 4 lam c^2 m / (n beta)       (prior precision n beta / m)
+    ops           pure eps0 = 2 t min(2a, a + log(K - 1)), a = sqrt(2) c R
+                  (prior truncated to ||W||_F <= R, likelihood ** t; docs/multinomial.md §3b)
 
 Back-ends: "exact" (rejection sampling under the envelope of docs/multinomial.md §6:
 exact posterior draws), "langevin" (certified, guarantee "algorithm": docs/multinomial.md
 §4), "imh" and "pymc" (approximate); "auto" picks the cheaper certified one from public
-inputs, as for binary logistic regression. No OPS.
+inputs, as for binary logistic regression; OPS needs "exact" (or the approximate ones).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -27,7 +31,7 @@ from ..calibration import Calibration
 from .glm_family import MultinomialLogistic
 from .logistic import BayesianLogisticRegression
 
-MULTINOMIAL_METHODS = ("direct", "diffused", "concentrated")
+MULTINOMIAL_METHODS = ("direct", "diffused", "concentrated", "ops")
 MAX_CLASSES = 10_000
 
 
@@ -40,6 +44,9 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     c : float > 0, the public bound on feature norms, ||x||_2 <= c (with an intercept, on
         the row [x, s]).
     n_classes : int K >= 2, public: labels are 0, ..., K-1.
+    radius : float > 0 or None, OPS's truncation radius R on ||W||_F (default sqrt(2) c /
+        beta: for every data set the mode of the tempered posterior lies inside,
+        docs/multinomial.md §3b).
     backend : "auto" (default: "exact" or "langevin", the cheaper certified back-end for
         the public inputs n, d, beta, c, eps, lam, size), "exact" (exact posterior draws
         by rejection sampling, docs/multinomial.md §6; in-memory X), "langevin" (certified
@@ -56,9 +63,8 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     intercepts b = s W_{d+1} — and (size, d, K) with ``size``. Class k's score is
     x.W[:, k] + b_k; softmax of the scores gives the class probabilities.
 
-    Raises ValueError for K < 2 or not an integer, non-positive beta or c, labels
-    outside {0, ..., K-1} (naming the first bad index); method "ops" is refused at
-    calibration.
+    Raises ValueError for K < 2 or not an integer, non-positive beta, c or radius, labels
+    outside {0, ..., K-1} (naming the first bad index).
     """
 
     methods = MULTINOMIAL_METHODS
@@ -68,6 +74,7 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         beta: float = 0.01,
         c: float = 1.0,
         n_classes: int = 2,
+        radius: float | None = None,
         *,
         backend: str = "auto",
         **options,
@@ -87,19 +94,19 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
             raise TypeError(
                 f"MultinomialLogisticRegression() got an unexpected keyword argument {unknown[0]!r}"
             )
-        for name in ("radius",):
-            if options.get(name) is not None:
-                raise ValueError(f"{name} does not apply to MultinomialLogisticRegression")
-            options.pop(name, None)
         self.n_classes = int(n_classes)
         self.family = MultinomialLogistic(self.n_classes)
-        super().__init__(beta, c, None, backend=backend, **options)
+        super().__init__(beta, c, radius, backend=backend, **options)
+
+    def _default_radius(self) -> float:
+        """OPS's default R = sqrt(2) c / beta: the mode's norm bound (docs/multinomial.md §3b)."""
+        return math.sqrt(2.0) * self.c / self.beta
 
     def __repr__(self) -> str:
         extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
             f"MultinomialLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
-            f"n_classes={self.n_classes}, backend={self.backend!r}{extra})"
+            f"n_classes={self.n_classes}, radius={self.radius!r}, backend={self.backend!r}{extra})"
         )
 
     def with_backend(self, backend: str) -> MultinomialLogisticRegression:
@@ -111,6 +118,7 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
             self.beta,
             self.c,
             self.n_classes,
+            self._radius_arg,
             backend=backend,
             fit_intercept=self.fit_intercept,
             intercept_scaling=self.intercept_scaling,
@@ -151,14 +159,33 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         method: str = "diffused",
         sampler: dict | None = None,
     ) -> np.ndarray:
-        """Certified RDP curve (docs/multinomial.md §3; backend="langevin": §4); shaped
-        like ``orders``. ``method="ops"`` is refused (ValueError)."""
+        """Certified RDP curve (docs/multinomial.md §3, OPS §3b; backend="langevin": §4),
+        shaped like ``orders``. For ``method="ops"`` r is the tempering t."""
         mechanisms.check_method(method, MULTINOMIAL_METHODS)
         return super().rdp(n, orders, r, m, method, sampler)
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
         mechanisms.check_method(method, MULTINOMIAL_METHODS)
         return super()._calibrate(n, lam, eps, method)
+
+    def _ops_eps0(self, t: float) -> float:
+        """eps0 = 2 t Delta, Delta = min(2a, a + log(K - 1)) with a = sqrt(2) c R_eff: the
+        range of one record's loss over the ball (docs/multinomial.md §3b), for the ball
+        the samplers' float norm test keeps, R_eff = R (1 + (P + 2) u + 2^-160), P = d K
+        <= 2^24 K. Exact rationals: sqrt(2) and log(K - 1) by upper bounds; rounded up."""
+        from ..certified import round_up
+        from .logistic import MAX_FEATURES, _norm_error
+
+        r_eff = Fraction(self.radius) * (1 + _norm_error(MAX_FEATURES * self.n_classes))
+        sqrt2_up = Fraction(math.isqrt(2 * 10**40) + 1, 10**20)
+        a = sqrt2_up * self._c_cert() * r_eff
+        spread = 2 * a
+        if self.n_classes > 2:
+            log_up = Fraction(math.nextafter(math.log(self.n_classes - 1), math.inf))
+            spread = min(spread, a + log_up * (1 + Fraction(1, 2**50)))
+        else:
+            spread = a
+        return round_up(2 * Fraction(t) * spread)
 
     def _worst_pair(self, n: int, cal: Calibration, *, d: int = 1):
         """((X, y), (X, y')): n - 1 records x = 0 and one x = c e_1 with label 0 vs 1

@@ -309,6 +309,8 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
         trace_data = lam_bound  # >= tr(H_L)
         mode_norm = _mode_norm_bound(n, r, c_env, p_low)
     kappa = min(lam_bound / (lam_bound + p_low) * (1.0 + 4.0 * U), 1.0)
+    shape = f"d={features}, K={classes}" if classes else f"d={features}"  # for messages
+    curv_text = "r n c^2 / 2" if classes else "r n c^2 / 4"
     w_max = (mode_norm + 2.0 * tau * math.sqrt(p + lam_bound) / p_low) * 1.01
     lf2_max = (d * p + trace_data) * (1.0 + 1e-6)
     try:
@@ -316,8 +318,13 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
             delta_h = sm.delta_h(n, features, classes, r, c_env, w_max, lf2_max, p)
         else:
             delta_h = _delta_h(n, d, r, c_env, w_max, lf2_max, p)
-    except ValueError as err:
-        raise ExactInfeasibleError(f"the exact back-end cannot bound its rounding: {err}") from None
+    except ValueError:
+        raise ExactInfeasibleError(
+            f"the exact back-end cannot bound its rounding for n={n}, {shape}, beta={beta:g}, "
+            f"c={c:g}: the scores can reach c ||W|| = {c_env * w_max:.3g} for some data set "
+            "(the mode's public norm bound); use a larger beta or a smaller c, or another "
+            "back-end"
+        ) from None
     if not delta_h < p_low / 4:
         raise ExactInfeasibleError(
             f"the Hessian's rounding-error bound {delta_h:.3g} is not small next to the prior "
@@ -328,7 +335,7 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
         env = env_mod.build_envelope(d, p_low, kappa, c_self, tau, eta)
     except ValueError as err:
         raise ExactInfeasibleError(
-            f"no envelope for n={n}, d={d}, beta={beta:g}, r={r:g}, m={m:g}: {err}; "
+            f"no envelope for n={n}, {shape}, beta={beta:g}, r={r:g}, m={m:g}: {err}; "
             "use a larger beta (or a smaller m) or another back-end"
         ) from None
     trace = (1.0 + eta) * min(d * kappa, trace_data / p_low) * (1.0 + 4.0 * U)
@@ -349,13 +356,17 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
     log_a = (math.log(core) if core > 0 else -math.inf) - 2.0 * e_pub
     log_ball = None
     if radius is not None:
-        # the kept set is {||w|| computed (1 + 4 d U) <= R}: a ball of radius >= R (1 - 8dU)
-        log_ball = env_mod.log_ball_mass_lower(d, p_low, radius * (1 - 8 * d * U), mode_norm)
+        # the kept set is {||w|| computed (1 + 4 d U) <= R}: a ball of radius >= R (1 - 8dU);
+        # softmax: the ball is on W = (Theta Q^T + m 1^T / sqrt(K)), d K dims, whose law is
+        # p-strongly log-concave in (Theta, m) with ||W|| <= ||(Theta, m)|| (1 + 4 sqrt(K) U)
+        dim = features * classes if classes else d
+        shrink = 1 - 8 * (dim + (math.sqrt(classes) + 1 if classes else 0)) * U
+        log_ball = env_mod.log_ball_mass_lower(dim, p_low, radius * shrink, mode_norm)
         if log_ball == -math.inf:
             raise ExactInfeasibleError(
                 f"OPS: the ball ||w|| <= R = {radius:g} may hold little of the posterior for "
                 f"some data set (its mode can lie at norm {mode_norm:.4g}, and its spread is "
-                f"sqrt(d / (n beta)) = {math.sqrt(d / p_low):.3g}); use a larger radius or "
+                f"sqrt(P / (n beta)) = {math.sqrt(dim / p_low):.3g}); use a larger radius or "
                 "another back-end"
             )
         log_a += log_ball
@@ -365,9 +376,9 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
         # the mass bound (or the envelope) is useless: a prior this flat next to the data's
         # curvature leaves no positive public acceptance bound at any budget
         raise ExactInfeasibleError(
-            f"the exact back-end has no positive public acceptance bound for n={n}, d={d}, "
+            f"the exact back-end has no positive public acceptance bound for n={n}, {shape}, "
             f"beta={beta:g}, c={c:g}, r={r:g}, m={m:g}: the prior precision n beta / m = "
-            f"{p_low:.3g} is too small next to the data's curvature (r n c^2 / 4 = "
+            f"{p_low:.3g} is too small next to the data's curvature ({curv_text} = "
             f"{lam_bound:.3g}); use a larger beta, a smaller c, or another back-end (no "
             "max_proposals suffices)",
             max_proposals=max_proposals,
@@ -379,7 +390,7 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
             f"the exact back-end needs more than max_proposals={max_proposals:,} proposals "
             f"for {size} draw(s) at failure probability delta_f={delta_f:g} (public "
             f"acceptance bound a_min = {a_min:.3g}: about {expected:.3g} proposals per draw, "
-            f"log envelope {log_env:.2f}) for n={n}, d={d}, beta={beta:g}, r={r:g}, m={m:g}; "
+            f"log envelope {log_env:.2f}) for n={n}, {shape}, beta={beta:g}, r={r:g}, m={m:g}; "
             "use another back-end, a larger beta, or raise max_proposals",
             proposals=_budget(a_min, size, delta_f, None) if a_min > 1e-12 else None,
             max_proposals=max_proposals,
@@ -892,10 +903,17 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
                 log_u = np.log1p(-rng.random(count))  # log of a uniform on (0, 1]
                 # (d, count): L^T v = u
                 v = linalg.solve_triangular(chol, u.T, trans="T", lower=True)
-                batches.append((count, rho, log_q, log_u, v))
+                # softmax OPS: the shift of every proposal (a fixed count of normals), so
+                # the ball test sees the released W (docs/multinomial.md §3b)
+                shift = (
+                    rng.standard_normal((count, prob.features))
+                    if plan.classes and plan.radius is not None
+                    else None
+                )
+                batches.append((count, rho, log_q, log_u, shift, v))
             sums = prob.loglik_diffs(z0, sp0, [b[-1] for b in batches])
             pending = [(*b, sm) for b, sm in zip(batches, sums, strict=True)]
-        count, rho, log_q, log_u, v, s = pending.pop(0)
+        count, rho, log_q, log_u, shift, v, s = pending.pop(0)
         vv = np.einsum("ij,ij->j", v, v)
         ell = -r * s - p * (w_hat @ v) - 0.5 * p * vv
         v_norm = np.sqrt(vv) * (1.0 + d * U)
@@ -918,8 +936,10 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
         acc = log_u <= log_alpha
         accepted += int(acc.sum())
         w = w_hat[:, None] + v[:, acc]
+        if plan.radius is not None and plan.classes:
+            w = prob.compose(w.T, shift[acc]).T  # the released W, (d K, accepted)
         if plan.radius is not None:
-            norms = np.linalg.norm(w, axis=0) * (1.0 + 4.0 * d * U)
+            norms = np.linalg.norm(w, axis=0) * (1.0 + 4.0 * w.shape[0] * U)
             keep = norms <= plan.radius
             inside += int(keep.sum())
             w = w[:, keep]
@@ -983,8 +1003,8 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
             public=public,
         )
     values = np.array(kept[:k], dtype=float)
-    if classes:  # shift-free coordinates -> W, with the data-free shift component drawn
-        values = prob.full_weights(values, rng)
+    if classes and cal.method != "ops":  # Theta -> W, the data-free shift drawn here (OPS:
+        values = prob.full_weights(values, rng)  # run() kept W itself)
     value = values[0] if size is None else values
     value.setflags(write=False)
     return value, {"backend": "exact", "public": public, **stats}

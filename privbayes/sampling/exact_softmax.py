@@ -254,6 +254,10 @@ class SoftmaxProblem:
         here (count d normals: the data-free shift component of the posterior)."""
         return full_weights(thetas, self.features, self.k, self.p, rng)
 
+    def compose(self, thetas: np.ndarray, normals: np.ndarray) -> np.ndarray:
+        """W (count, d K) from Theta (count, d (K - 1)) and standard normals (count, d)."""
+        return compose(thetas, normals, self.features, self.k, self.p)
+
     def subsample(self, rows: int) -> SoftmaxProblem:
         """The problem on ``rows`` evenly spread rows, likelihood weighted by n / rows."""
         if self.n <= rows:
@@ -366,13 +370,20 @@ def theta_grad_hess(g_w: np.ndarray, h_w: np.ndarray, d: int, k: int):
     return g, np.ascontiguousarray(h4.reshape(size, size))
 
 
+def compose(thetas: np.ndarray, normals: np.ndarray, d: int, k: int, p: float) -> np.ndarray:
+    """Theta (count, d (K - 1)) and standard normals (count, d) -> W (count, d K):
+    Theta Q^T + m 1^T / sqrt(K) with m = normals / sqrt(p)."""
+    thetas = np.asarray(thetas, dtype=float).reshape(-1, d, k - 1)
+    shift = np.asarray(normals, dtype=float).reshape(-1, d) / math.sqrt(p * k)
+    w = to_weights(thetas, k) + shift[:, :, None]
+    return w.reshape(thetas.shape[0], d * k)
+
+
 def full_weights(thetas: np.ndarray, d: int, k: int, p: float, rng) -> np.ndarray:
     """Theta (count, d (K - 1)) -> W (count, d K): Theta Q^T + m 1^T / sqrt(K), with
     m ~ N(0, I_d / p) from ``rng`` (count d standard normals)."""
-    thetas = np.asarray(thetas, dtype=float).reshape(-1, d, k - 1)
-    shift = rng.standard_normal((thetas.shape[0], d)) / math.sqrt(p * k)
-    w = to_weights(thetas, k) + shift[:, :, None]
-    return w.reshape(thetas.shape[0], d * k)
+    count = np.asarray(thetas).reshape(-1, d * (k - 1)).shape[0]
+    return compose(thetas, rng.standard_normal((count, d)), d, k, p)
 
 
 # -- rows held in a Dask engine ---------------------------------------------------------------
@@ -428,6 +439,10 @@ class DaskSoftmaxProblem:
 
     def full_weights(self, thetas: np.ndarray, rng) -> np.ndarray:
         return full_weights(thetas, self.features, self.k, self.p, rng)
+
+    def compose(self, thetas: np.ndarray, normals: np.ndarray) -> np.ndarray:
+        """W (count, d K) from Theta (count, d (K - 1)) and standard normals (count, d)."""
+        return compose(thetas, normals, self.features, self.k, self.p)
 
     def subsample(self, rows: int) -> DaskSoftmaxProblem:
         if self.n <= rows:

@@ -136,7 +136,7 @@ def test_method_ops_is_refused_for_conjugate_models(run, csv_file):
         "sample", "--model", "beta-bernoulli", "--data", csv_file, "--column", "flag",
         "--lam", "2", "--eps", "1", "--method", "ops",
     )  # fmt: skip
-    assert code == 2 and "--method ops applies to --model logistic only" in err
+    assert code == 2 and "--method ops applies to --model logistic and multinomial only" in err
 
 
 def test_prior_given_twice_is_refused(run):

@@ -221,7 +221,6 @@ def test_undeclared_labels_are_refused_and_nothing_is_charged(tmp_path, run, cel
         (("--beta", "0"), "beta"),
         (("--scale", "0"), "--scale: need a finite public bound > 0"),
         (("--intercept-scaling", "0.3"), "--intercept-scaling needs --intercept"),
-        (("--method", "ops"), "--method ops does not apply to --model multinomial"),
         (("--positive", "cat"), "--positive does not apply to --model multinomial"),
         (("--column", "animal"), "--column does not apply to --model multinomial"),
         (("--categories", "a,b"), "--categories does not apply to --model multinomial"),
