@@ -149,9 +149,14 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     if d is not None:
         if not hasattr(model, "_resolve"):
             raise TypeError(f"d applies to GLM models only, not {type(model).__name__}")
-        d = check_n(d, "d")
-        if d < 1:
-            raise ValueError(f"d must be an integer >= 1 (the number of features); got {d}")
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+            raise ValueError(f"d must be an integer >= 1 (the number of features); got {d!r}")
+        d = int(d)
+        if n == 0:  # as sample(): a GLM's prior N(0, (n beta)^-1 I) is improper at n = 0
+            raise ValueError(
+                "n = 0: a GLM's prior N(0, (n beta)^-1 I) is improper at n = 0 (sample refuses "
+                "empty data); calibrate for the n you will release"
+            )
     if getattr(model, "backend", None) == "auto":
         # without d: the certificate of exact posterior draws, which also bounds Langevin's
         # at the same knobs (docs/langevin.md, Theorem 1)
@@ -162,8 +167,8 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
             cal = guarded(
                 lambda: exact_model._calibrate(n, lam, eps, method), model, n, lam, eps, method
             )
-            # OPS has one back-end, exact: no choice to leave open
-            return cal if method == "ops" else dataclasses.replace(cal, model=model)
+            # (OPS too: its one certified back-end, exact, may be infeasible for some d)
+            return dataclasses.replace(cal, model=model)
         model = guarded(lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method)
     cal = guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
     if d is not None and getattr(model, "backend", None) != "auto":

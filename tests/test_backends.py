@@ -69,8 +69,14 @@ def test_auto_without_d_calibrates_for_exact_draws_and_bounds_langevin():
     wide = pb.calibrate(small, 426, 2.0, 1.0, d=30)
     assert wide.model.backend == "langevin" and wide.guarantee == "algorithm"
     assert pb.calibrate(small, 426, 2.0, 1.0).model.backend == "auto"
-    # OPS has a single back-end (exact): nothing left open
-    assert pb.calibrate(model, 500, 2.0, 0.3, "ops").model.backend == "exact"
+    # OPS runs on exact only, whose public budget depends on d: left open too
+    ops = pb.calibrate(model, 500, 2.0, 0.3, "ops")
+    assert ops.model.backend == "auto" and ops.guarantee == "undetermined (pass d)"
+    assert pb.calibrate(model, 500, 2.0, 0.3, "ops", d=3).guarantee == "exact"
+    with pytest.raises(ValueError, match="improper"):
+        pb.calibrate(model, 0, 2.0, 0.3, d=3)
+    with pytest.raises(ValueError, match="d must be an integer"):
+        pb.calibrate(model, 500, 2.0, 0.3, d=3.0)
 
 
 def test_ops_under_auto_needs_the_exact_backend():

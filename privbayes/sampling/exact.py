@@ -378,7 +378,9 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
         raise ExactInfeasibleError(
             f"the exact back-end has no positive public acceptance bound for n={n}, {shape}, "
             f"beta={beta:g}, c={c:g}, r={r:g}, m={m:g}: the prior precision n beta / m = "
-            f"{p_low:.3g} is too small next to the data's curvature ({curv_text} = "
+            f"{p_low:.3g} is too weak for the feature bound (a step of one prior standard "
+            f"deviation moves a score by up to c sqrt(m / (n beta)) = "
+            f"{c_self / math.sqrt(p_low):.3g}; the data's curvature {curv_text} = "
             f"{lam_bound:.3g}); use a larger beta, a smaller c, or another back-end (no "
             "max_proposals suffices)",
             max_proposals=max_proposals,

@@ -367,7 +367,8 @@ def _ops_rejection(model, target, proposal, pilot_w, pilot, needed, k, rng, on_b
         raise SamplingError(
             f"OPS rejection: about {inside_share:.2g} of the tempered posterior lies in the "
             f"ball ||w|| <= R = {radius:g} (from {PILOT} weighted pilot proposals); use a "
-            "larger radius (the certificate weakens as eps0 = 2 t c R)"
+            "larger radius (the certificate weakens as R grows: eps0 = 2 t c R for two "
+            "classes, docs/multinomial.md §3b for K)"
         )
     kept, run, diag = [], 0, {}
     budget = math.ceil(3 * k / inside_share) + OPS_BATCH  # chains, if the estimate holds
@@ -375,7 +376,8 @@ def _ops_rejection(model, target, proposal, pilot_w, pilot, needed, k, rng, on_b
         if run >= budget:
             raise SamplingError(
                 f"OPS rejection: only {len(kept)} of {run} chains ended in the ball "
-                f"||w|| <= R = {radius:g}, {k} needed; use a larger radius (eps0 = 2 t c R)"
+                f"||w|| <= R = {radius:g}, {k} needed; use a larger radius (the certificate "
+                "weakens as R grows)"
             )
         want = math.ceil(1.2 * (k - len(kept)) / inside_share)
         chains = min(max(model.chains, want), OPS_BATCH)

@@ -228,7 +228,7 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=No
             raise SamplingError(
                 f"OPS rejection: the last draws of only {ok.size} of {chains} chains lie in the "
                 f"ball ||w|| <= R = {model.radius:g} (need {k}; {inside.mean():.1%} of all "
-                "draws do). Use a larger radius (the certificate weakens as eps0 = 2 t c R)"
+                "draws do). Use a larger radius (the certificate weakens as R grows)"
             )
         values = draws[rng.choice(ok, size=k, replace=False), -1]
     else:
