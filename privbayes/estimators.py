@@ -64,6 +64,9 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         model, depend on the data: a class present in one data set and absent from its
         neighbour changes K. With ``classes`` given, K is public, classes absent from y are
         fine, and a label outside ``classes`` is refused (ValueError naming its index).
+    radius : None (the model's default: c / beta for two classes, sqrt(2) c / beta for K)
+        or OPS's truncation radius R on the weights (``method="ops"`` only; ValueError
+        otherwise). A smaller R gives a smaller pure eps0 per unit of tempering.
 
     Every ``fit`` is a new release on the data it is given. ``cross_val_score(est, X, y,
     cv=k)`` fits k times on overlapping data, and a grid search over g settings fits
@@ -108,10 +111,12 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         dataset: str | None = None,
         note: str | None = None,
         classes=None,
+        radius: float | None = None,
     ) -> None:
         self.lam = lam
         self.eps = eps
         self.method = method
+        self.radius = radius
         self.beta = beta
         self.c = c
         self.n_samples = n_samples
@@ -228,6 +233,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             "fit_intercept": bool(self.fit_intercept),
             "intercept_scaling": self.intercept_scaling if self.fit_intercept else None,
         }
+        if self.radius is not None:
+            if self.method != "ops":
+                raise ValueError(f"radius applies to method='ops' only; got method={self.method!r}")
+            options["radius"] = self.radius
         if n_classes == 2:
             model = BayesianLogisticRegression(self.beta, self.c, **options)
         else:

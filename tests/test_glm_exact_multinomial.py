@@ -587,3 +587,14 @@ def test_estimator_names_a_bad_random_state():
         est = pb.PrivateLogisticRegression(lam=2.0, eps=1.0, random_state=bad)
         with pytest.raises(ValueError, match="random_state"):
             est.fit(x, y)
+
+
+def test_estimator_ops_radius():
+    x, y = _toy(300, 2, 3, seed=2)
+    x *= 0.8  # room for the intercept column
+    est = pb.PrivateLogisticRegression(
+        lam=2.0, eps=1.0, method="ops", radius=25.0, beta=0.1, random_state=0, classes=[0, 1, 2]
+    ).fit(x, y)
+    assert est.calibration_.model.radius == 25.0 and est.privacy_["guarantee"] == "exact"
+    with pytest.raises(ValueError, match="radius applies to method='ops' only"):
+        pb.PrivateLogisticRegression(radius=2.0).fit(x, y)

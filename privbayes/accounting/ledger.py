@@ -77,8 +77,9 @@ def _describe(charge) -> str:
         size = getattr(charge, "size", None)
         backend = getattr(cal.model, "backend", None)
         guarantee = getattr(cal, "guarantee", "exact")
+        knobs = f"t={cal.r:.6g}" if cal.method == "ops" else f"r={cal.r:.6g} m={cal.m:.6g}"
         return (
-            f"{type(cal.model).__name__}/{cal.method} r={cal.r:.6g} m={cal.m:.6g} lam={cal.lam:g}"
+            f"{type(cal.model).__name__}/{cal.method} {knobs} lam={cal.lam:g}"
             + (f" x{size}" if size else "")
             + (f" backend={backend}" if backend else "")
             + f" [{guarantee}]"

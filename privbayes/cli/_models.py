@@ -158,6 +158,15 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "value ends with the intercept",
         },
     ),
+    "radius": (
+        ("--radius",),
+        {
+            "type": float,
+            "metavar": "R",
+            "help": "OPS's truncation radius on the weights (--method ops only; default c/beta, "
+            "multinomial sqrt(2) c/beta)",
+        },
+    ),
     "intercept_scaling": (
         ("--intercept-scaling",),
         {"type": float, "metavar": "S", "help": "s in (0, c) for --intercept (default c/2)"},
@@ -513,6 +522,10 @@ def _features(args, table, model, name: str):
 
 def _glm_options(args, command: str) -> dict:
     options = {"backend": args.backend or "auto"}
+    if getattr(args, "radius", None) is not None:
+        if getattr(args, "method", None) != "ops":
+            raise UsageError("--radius applies to --method ops only")
+        options["radius"] = args.radius
     if command == "sample":
         if args.intercept_scaling is not None and not args.intercept:
             raise UsageError("--intercept-scaling needs --intercept")
@@ -538,10 +551,11 @@ class LogisticAdapter(Adapter):
                 "intercept",
                 "intercept_scaling",
                 "backend",
+                "radius",
             }
         ),
-        "calibrate": frozenset({"beta", "c", "d", "backend"}),
-        "audit": frozenset({"beta", "c", "d", "backend"}),
+        "calibrate": frozenset({"beta", "c", "d", "backend", "radius"}),
+        "audit": frozenset({"beta", "c", "d", "backend", "radius"}),
     }
 
     def build(self, args, command):
@@ -594,10 +608,11 @@ class MultinomialAdapter(Adapter):
                 "intercept",
                 "intercept_scaling",
                 "backend",
+                "radius",
             }
         ),
-        "calibrate": frozenset({"classes", "beta", "c", "d", "backend"}),
-        "audit": frozenset({"classes", "beta", "c", "d", "backend"}),
+        "calibrate": frozenset({"classes", "beta", "c", "d", "backend", "radius"}),
+        "audit": frozenset({"classes", "beta", "c", "d", "backend", "radius"}),
     }
 
     def classes(self, args) -> list[str]:

@@ -285,3 +285,23 @@ def test_parquet_sources_are_refused(tmp_path, run):
         "--lam", "2", "--eps", "1",
     )  # fmt: skip
     assert code == 2 and out == "" and "reads one CSV file" in err
+
+
+def test_ops_with_a_radius(run):
+    base = (
+        "calibrate", "--model", "multinomial", "--classes", "a,b,c", "--n", "5000", "--lam", "2",
+        "--eps", "1", "--method", "ops", "--beta", "0.1", "--d", "2",
+    )  # fmt: skip
+    outs = []
+    for radius in ("20", "40"):
+        code, out, err = run(*base, "--radius", radius)
+        assert code == 0, err
+        outs.append(json.loads(out))
+    want = pb.calibrate(
+        pb.MultinomialLogisticRegression(0.1, 1.0, 3, 20.0), 5000, 2.0, 1.0, "ops", d=2
+    )
+    assert outs[0]["t"] == want.t and outs[0]["guarantee"] == "exact"
+    assert outs[1]["t"] < outs[0]["t"]  # a larger ball costs tempering
+    i = base.index("--method")
+    code, _, err = run(*base[:i], *base[i + 2 :], "--radius", "20")  # --method ops dropped
+    assert code == 2 and "--radius applies to --method ops only" in err
