@@ -170,7 +170,13 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
             # (OPS too: its one certified back-end, exact, may be infeasible for some d)
             return dataclasses.replace(cal, model=model)
         model = guarded(lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method)
-    cal = guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
+    if d is not None:  # GLMs: as sample() calibrates the release (the exact back-end's
+        # rounding allowance, docs/exact.md §7)
+        cal = guarded(
+            lambda: model._calibrate_release(n, d, lam, eps, method), model, n, lam, eps, method
+        )
+    else:
+        cal = guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
     if d is not None and getattr(model, "backend", None) != "auto":
         # the checks sample() runs before any charge (e.g. the exact proposal budget)
         guarded(lambda: model._check_release(n, d, cal, None), model, n, lam, eps, method)

@@ -224,7 +224,15 @@ def _release(
         model = guarded(
             lambda: model._resolve(n, d, lam, target, method, size), model, n, lam, target, method
         )
-    cal = guarded(lambda: model._calibrate(n, lam, target, method), model, n, lam, target, method)
+    if d is not None:  # GLMs: the release's own calibration (the exact back-end's rounding)
+        cal = guarded(
+            lambda: model._calibrate_release(n, d, lam, target, method, size),
+            model, n, lam, target, method,
+        )  # fmt: skip
+    else:
+        cal = guarded(
+            lambda: model._calibrate(n, lam, target, method), model, n, lam, target, method
+        )
     total = cal.eps if size is None else _composed_eps(cal, size)
     # checks that need only public inputs (e.g. the exact back-end's proposal budget) run
     # before any charge: a call that cannot run must not spend budget

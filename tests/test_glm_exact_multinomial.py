@@ -598,3 +598,38 @@ def test_estimator_ops_radius():
     assert est.calibration_.model.radius == 25.0 and est.privacy_["guarantee"] == "exact"
     with pytest.raises(ValueError, match="radius applies to method='ops' only"):
         pb.PrivateLogisticRegression(radius=2.0).fit(x, y)
+
+
+@pytest.mark.parametrize("k", [None, 4])
+def test_the_rounding_allowance_is_in_every_exact_certificate(k):
+    """docs/exact.md §7: the accepted law is within e^(+-2e) of the posterior, so the
+    release's curve is the posterior's plus 2e(2 lam - 1)/(lam - 1); calibrated below eps."""
+    x, y = _toy(3000, 3, 4, seed=9)
+    if k is None:
+        model = pb.BayesianLogisticRegression(0.01, backend="exact")
+        y = (y > 1).astype(float)
+    else:
+        model = _model(0.01, k)
+    for eps, method in ((0.5, "diffused"), (0.3, "concentrated"), (1.0, "ops")):
+        rel = pb.sample(model, (x, y), 2.0, eps, method, rng=0)
+        e = rel.calibration.sampler["log_density_error"]
+        assert 0 < e < 1e-3 and rel.eps <= eps
+        orders = np.array([1.5, 2.0, 8.0, np.inf])
+        ideal = model.rdp(3000, orders, rel.calibration.r, rel.calibration.m, method)
+        fin = np.where(np.isinf(orders), 2.0, orders)  # (no inf / inf below)
+        extra = np.where(np.isinf(orders), 4 * e, 2 * e * (2 * fin - 1) / (fin - 1))
+        got = rel.calibration.rdp(orders)
+        at_lam = orders == 2.0
+        assert (got[~at_lam] >= ideal[~at_lam] + extra[~at_lam]).all()
+        assert np.allclose(got, ideal + extra, rtol=1e-12, atol=1e-15)
+        assert rel.calibration.rdp(1.0) == np.inf
+        same = pb.calibrate(model, 3000, 2.0, eps, method, d=3)  # as sample calibrates
+        assert (same.r, same.eps, same.sampler) == (
+            rel.calibration.r,
+            rel.calibration.eps,
+            rel.calibration.sampler,
+        )
+    # direct sampling has no knob: a target at the posterior's own certificate is refused
+    direct = model.rdp(3000, 2.0, 1.0, 1.0, "direct")
+    with pytest.raises(pb.InfeasiblePrivacyError):
+        pb.sample(model, (x, y), 2.0, float(direct), "direct", rng=0)

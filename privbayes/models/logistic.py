@@ -21,6 +21,7 @@ evaluated in interval arithmetic.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -106,6 +107,28 @@ def _intercept(fit_intercept, intercept_scaling, c: float) -> tuple[bool, float 
             f"bound c; got {s!r}"
         )
     return True, float(s)
+
+
+def _with_rounding_allowance(curve: np.ndarray, lam: np.ndarray, sampler) -> np.ndarray:
+    """curve + 2 e (2 lam - 1) / (lam - 1) (4 e at lam = inf, inf at lam = 1), rounded up,
+    when ``sampler`` carries the exact back-end's public rounding bound e
+    ("log_density_error"; docs/exact.md §7); the curve itself otherwise."""
+    e = (sampler or {}).get("log_density_error")
+    if e is None:
+        return curve
+    e = Fraction(float(e))
+    flat = np.asarray(lam, dtype=float).ravel()
+    base = np.asarray(curve, dtype=float).ravel()
+    out = np.empty(base.shape)
+    for i, (order, value) in enumerate(zip(flat, base, strict=True)):
+        if not math.isfinite(value) or order == 1:
+            out[i] = math.inf
+        elif math.isinf(order):
+            out[i] = round_up(Fraction(value) + 4 * e)
+        else:
+            o = Fraction(order)
+            out[i] = round_up(Fraction(value) + 2 * e * (2 * o - 1) / (o - 1))
+    return out.reshape(np.shape(curve))
 
 
 class BayesianLogisticRegression(Frozen):
@@ -485,7 +508,8 @@ class BayesianLogisticRegression(Frozen):
 
             return langevin.model_rdp(self, n, lam, r, m, method, sampler)
         if method == "ops":
-            return pure_dp_rdp_upper(lam, self._ops_eps0(r))
+            curve = np.asarray(pure_dp_rdp_upper(lam, self._ops_eps0(r)), dtype=float)
+            return _with_rounding_allowance(curve, lam, sampler)
         rho = self._rho_exact(n, r, m)
         out = np.full(lam.shape, np.inf)
         if rho is None:
@@ -494,7 +518,48 @@ class BayesianLogisticRegression(Frozen):
         uniq, inverse = np.unique(flat, return_inverse=True)
         vals = [round_up(Fraction(v) * rho) if math.isfinite(v) else math.inf for v in uniq]
         res[:] = np.asarray(vals)[inverse]
-        return res.reshape(lam.shape)
+        return _with_rounding_allowance(res.reshape(lam.shape), lam, sampler)
+
+    def _calibrate_release(
+        self, n: int, d: int, lam: float, eps: float, method: str, size=None
+    ) -> Calibration:
+        """The calibration of a release on n records of d features, as sample() makes it.
+
+        For the exact back-end the released law is within a factor e^(+-2 e) of the exact
+        posterior, e the plan's public bound on the rounding of the computed log-density
+        ratios (docs/exact.md §7), which adds 2 e (2 lam - 1) / (lam - 1) to every order.
+        The knob is calibrated for eps minus that term (the term shrinks with the knob,
+        and the loop checks the final curve), and ``sampler`` carries e so that the
+        Calibration's curve includes it. Other back-ends: ``_calibrate``. Public inputs only.
+        """
+        cal = self._calibrate(n, lam, eps, method)
+        if self.backend != "exact" or n == 0:
+            return cal
+        from ..sampling import exact
+
+        classes = exact.check_family(self.family)
+        target = eps
+        for _ in range(8):
+            plan = exact.exact_plan(
+                n, d, self.beta, self.c_bound, cal.r, cal.m, method=cal.method,
+                radius=self.radius if cal.method == "ops" else None, size=size or 1,
+                delta_f=self.delta_f or exact.DELTA_F,
+                max_proposals=self.max_proposals or exact.MAX_PROPOSALS, classes=classes,
+            )  # fmt: skip
+            sampler = {"log_density_error": plan.log_density_error}
+            achieved = float(self.rdp(n, lam, cal.r, cal.m, cal.method, sampler))
+            if achieved <= eps:
+                return dataclasses.replace(cal, eps=achieved, target_eps=eps, sampler=sampler)
+            target -= 1.5 * (achieved - cal.eps) + 1e-15 * eps
+            if not target > 0:
+                break
+            cal = self._calibrate(n, lam, target, method)
+        raise InfeasiblePrivacyError(
+            f"the exact back-end's rounding allowance (docs/exact.md §7) leaves no room at "
+            f"eps={eps!r}, lam={float(lam)!r} for n={n}, d={d}; ask for a larger eps or use "
+            "backend='langevin'",
+            reachable={"backend": "langevin"},
+        )
 
     def _default_radius(self) -> float:
         """OPS's default R = c / beta: the mode's norm bound for every data set (docs/glm.md)."""

@@ -171,16 +171,18 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     def _ops_eps0(self, t: float) -> float:
         """eps0 = 2 t Delta, Delta = min(2a, a + log(K - 1)) with a = sqrt(2) c R_eff: the
         range of one record's loss over the ball (docs/multinomial.md §3b), for the ball
-        the samplers' float norm test keeps, R_eff = R (1 + (P + 2) u + 2^-160 + 64 K u),
+        the samplers' float norm test keeps, R_eff = R (1 + (P + 2) u + 2^-160 + 64 K^1.5 u),
         P = d K <= 2^24 K. Exact rationals: sqrt(2) and log(K - 1) by upper bounds;
         rounded up."""
         from ..certified import round_up
         from .logistic import _U, MAX_FEATURES, _norm_error
 
         # the float norm test in up to 2^24 K dims, and (exact back-end) the rounding of
-        # W = Theta Q^T + m 1^T / sqrt(K) with Q^T 1 = 0 only up to rounding: 64 K u more
+        # W = Theta Q^T + m 1^T / sqrt(K) (gamma_K || |Q| ||_2 ||Theta|| <= K^1.5 u ||Theta||,
+        # and Q^T 1 = 0 only up to rounding): 64 K^1.5 u more
         k = self.n_classes
-        r_eff = Fraction(self.radius) * (1 + _norm_error(MAX_FEATURES * k) + 64 * k * _U)
+        extra = 64 * k * (math.isqrt(k) + 1) * _U
+        r_eff = Fraction(self.radius) * (1 + _norm_error(MAX_FEATURES * k) + extra)
         sqrt2_up = Fraction(math.isqrt(2 * 10**40) + 1, 10**20)
         a = sqrt2_up * self._c_cert() * r_eff
         spread = 2 * a

@@ -402,8 +402,8 @@ def log_mass_lower(
     Jensen's inequality under N(0, I_d): log Z >= (d/2) log(2 pi) - eta d / 2 - F(sigma)
     * trace, with sigma = c / sqrt(lambda_min(K)) >= the standard deviation of every margin
     perturbation and trace >= tr(K^-1 H_L) (public: (1 + eta) min(d kappa, r n c^2 / 4p)).
-    ``spread_dof`` = K >= 2: the K-class softmax family, whose per-record spread is
-    F_K(sqrt(2) sigma) (docs/multinomial.md §6, Theorem M3); 0: the binary family's F.
+    ``spread_dof`` = K - 1 >= 1 for the K-class softmax family, whose per-record spread is
+    F_(K-1)(sqrt(2) sigma) (docs/multinomial.md §6, Theorem M3); 0: the binary family's F.
     """
     sigma = c * math.sqrt((1.0 + eta) / p) * (1.0 + 4.0 * U)  # lambda_min(K) >= p/(1+eta)
     if spread_dof:

@@ -277,7 +277,9 @@ def exact_plan(
     if method == "ops":
         if m != 1.0:
             raise ValueError("OPS does not concentrate the prior: m must be 1")
-        radius = c / beta if radius is None else float(radius)
+        if radius is None:  # the model's default: c / beta (softmax: sqrt(2) c / beta)
+            radius = (math.sqrt(2.0) if classes else 1.0) * c / beta
+        radius = float(radius)
         if not (math.isfinite(radius) and radius > 0):
             raise ValueError(f"radius must be finite and > 0; got {radius!r}")
     else:

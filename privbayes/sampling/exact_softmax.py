@@ -11,9 +11,9 @@ What the softmax family changes is proven in docs/multinomial.md §6:
 
 * the line constant: along W + tV the per-record loss has |third| <= R second and
   |fourth| <= R^2 second cumulant, R = range of V^T x <= sqrt(2) ||x|| ||V||_F, so the
-  envelope runs with c' = sqrt(2) c (Theorem M1, M2);
+  envelope runs with c' = sqrt(2) c (Lemma M1, Theorem M2);
 * the curvature: lambda_max(H_L) <= r n c^2 / 2 and tr(H_L) <= r n c^2 (1 - 1/K);
-* the acceptance bound's spread F_K(sqrt(2) sigma) (Theorem M3);
+* the acceptance bound's spread F_(K-1)(sqrt(2) sigma) (Theorem M3);
 * the mode's norm (Lemma M4): p ||W*||^2 <= r n M_K, M_K = (1 - a) / a at the root of
   log(a (K - 1) / (1 - a)) = 1 / a;
 * the rounding-error bounds of the kernels below (Lemma M5): every bound assumes the
@@ -108,14 +108,14 @@ def mode_norm_bound(n: int, r: float, c_env: float, p: float, k: int) -> float:
 # -- rounding-error bounds (Lemma M5) --------------------------------------------------------
 def _rho_e(z_abs):
     """Relative error of exp(fl(z_k - max z)) for |z| <= z_abs: argument rounding U |t|,
-    |t| <= 2 z_abs, then exp within 4 ulp."""
-    return 1.01 * (2.0 * z_abs + 4.0) * U
+    |t| <= 2 z_abs, then exp within 4 ulp (an ulp is up to 2 U relative: 8 U)."""
+    return 1.01 * (2.0 * z_abs + 8.0) * U
 
 
 def eval_error(z_abs, k: int):
     """|computed loss - L(z~)| for float scores |z~_k| <= z_abs (the kernel ``losses``):
     exp terms (rho_e), their sum (gamma_K), the log (4 ulp), m - z_y and the last sum."""
-    return 1.1 * (_rho_e(z_abs) + gamma(k) + 6.0 * U * (math.log(k) + 1.0) + 5.0 * U * z_abs)
+    return 1.1 * (_rho_e(z_abs) + gamma(k) + 10.0 * U * (math.log(k) + 1.0) + 5.0 * U * z_abs)
 
 
 def softmax_rel_error(zeta, z_abs, k: int):

@@ -37,6 +37,7 @@ VALUE = {
     "intercept_scaling": ["0.3"],
     "backend": ["imh"],
     "d": ["1"],
+    "radius": ["2"],
 }
 BASE = {
     "sample": ["--data", "no-such-file.csv", "--lam", "2", "--eps", "1"],
