@@ -42,6 +42,8 @@ _CELLS = 1 << 21  # scores per block of the proposals' pass (16 MB of float64)
 # thread split of a block (<= 1024 threads) and a Dask engine's ordered tree (<= 7 per
 # level, levels <= log_8 of the chunk count) both fit in 64 for any n below 2^60.
 TREE = 64
+GROUP = 256  # the proposals' log-likelihood differences are summed in groups of 256 rows
+MAX_THREADS = 256  # row threads of one pass (the sums' bound allows this many partials)
 
 
 # -- the shift-free basis ---------------------------------------------------------------------
@@ -166,9 +168,18 @@ def grad_error(n, d, k, r, c_env, w_norm, g_norm, p) -> float:
 
 
 def block_rows(k: int) -> int:
-    """Rows per block of the proposals' pass for K classes and BATCH proposals (fewer
-    proposals give more rows, up to MAX_ROWS)."""
-    return min(MAX_ROWS, max(256, _CELLS // (BATCH * k)))
+    """Rows per block of the proposals' pass for K classes (BATCH proposals per pass)."""
+    return min(MAX_ROWS, max(GROUP, _CELLS // (BATCH * k)))
+
+
+def grouped_sum(a: np.ndarray) -> np.ndarray:
+    """Column sums of a (rows, cols) in groups of GROUP rows, then the group sums: a term
+    passes through fewer than GROUP + rows / GROUP + 1 additions."""
+    full = (a.shape[0] // GROUP) * GROUP
+    out = a[full:].sum(axis=0)
+    if full:
+        out = out + a[:full].reshape(-1, GROUP, a.shape[1]).sum(axis=1).sum(axis=0)
+    return out
 
 
 def log_density_error(n, d, k, r, p, c_env, w_norm, v_norm, rho):
@@ -193,8 +204,11 @@ def log_density_error(n, d, k, r, p, c_env, w_norm, v_norm, rho):
         + eval_error(z0, k)
         + U * (2.0 * amax + 1.0)
     )
+    # each term passes through < GROUP additions in its group, then the group sums of a
+    # block (<= rows / GROUP + 1), the thread partials, the block totals and a Dask tree
     nb = math.ceil(n / block_rows(k))
-    summed = n * (per + (gamma(MAX_ROWS + 1024) + gamma(nb + TREE)) * (2.0 * amax + per))
+    depth = GROUP + block_rows(k) // GROUP + 1 + MAX_THREADS + nb + TREE
+    summed = n * (per + gamma(depth) * (2.0 * amax + per))
     loglik = r * summed * (1.0 + 4.0 * U) + 2.0 * U * r * n * (2.0 * amax + 1.0)
     dim = d * (k - 1)
     prior = p * (w_norm * v_norm + v_norm * v_norm) * (gamma(dim) + 8.0 * U)
@@ -333,14 +347,15 @@ class SoftmaxProblem:
         cols = vt.shape[1]
         vw = to_weights(vt.reshape(dx, k - 1, cols).transpose(0, 2, 1), k)  # (d, cols, K)
         mat = np.ascontiguousarray(vw.reshape(dx, -1))
-        rows = min(MAX_ROWS, max(256, _CELLS // max(1, cols * k)))
+        rows = block_rows(k)  # whatever cols: the bound counts ceil(n / rows) blocks
+        threads = min(self.threads, MAX_THREADS)
         total = []
-        pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        pool = ThreadPoolExecutor(threads) if threads > 1 else None
 
         def part(args):
             ab, z0b, yb, sp0b = args
             ab += z0b[:, None, :]
-            return (losses(ab, yb[:, None]) - sp0b[:, None]).sum(axis=0)
+            return grouped_sum(losses(ab, yb[:, None]) - sp0b[:, None])
 
         try:
             for s0 in range(0, self.n, rows):
@@ -349,7 +364,7 @@ class SoftmaxProblem:
                 if pool is None or ab.shape[0] < 1024:
                     total.append(part(args))
                 else:
-                    step = -(-ab.shape[0] // self.threads)
+                    step = -(-ab.shape[0] // threads)
                     chunks = [tuple(a[i : i + step] for a in args) for i in range(0, len(ab), step)]
                     total.append(np.sum(list(pool.map(part, chunks)), axis=0))
         finally:
