@@ -75,7 +75,7 @@ FIT_ITERATIONS = 8  # steps on all rows; always all of them (constant running ti
 # with a single label at beta = 1e-5
 BATCH = 256  # proposals per pass over X
 FIT_ROWS = 32_768  # rows per block of the gradient / Hessian sums (their error bound)
-MAX_ROWS = 65_536  # rows per block of the proposals' log-likelihood sums
+LOGLIK_ROWS = 8_192  # rows per block of the proposals' pass (2^21 margins at BATCH = 256)
 _CELLS = 1 << 21  # rows x proposals per block (16 MB of float64)
 PHI3_MAX = 0.0963  # max |phi'''| = max s (1 - s) |1 - 2 s| over s in (0, 1) (< 0.09623)
 
@@ -535,8 +535,13 @@ def _log_density_error(n, d, r, p, c_env, w_norm, v_norm, rho):
         + 10.0 * U * (2.0 * math.log(2.0) + 2.0 * z0 + amax + da)
         + U * (amax + da)
     )
-    nb = math.ceil(n / max(256, _CELLS // BATCH))  # most blocks loglik_diff can use
-    summed = n * (per + (gamma(MAX_ROWS) + gamma(nb + 1)) * (amax + per))
+    # sums in groups of 256 rows, then the group sums of a block, the thread partials, the
+    # block totals and a Dask engine's tree (exact_softmax.TREE): each term's path
+    from .exact_softmax import GROUP, MAX_THREADS, TREE
+
+    nb = math.ceil(n / LOGLIK_ROWS)
+    depth = GROUP + LOGLIK_ROWS // GROUP + 1 + MAX_THREADS + nb + TREE
+    summed = n * (per + gamma(depth) * (amax + per))
     loglik = r * summed * (1.0 + 4.0 * U) + 2.0 * U * r * n * (z0 + amax + 1.0)
     prior = p * (w_norm * v_norm + v_norm * v_norm) * (gd + 8.0 * U)
     with np.errstate(divide="ignore"):
@@ -662,15 +667,17 @@ class _Problem:
         One pass over X: per row block a matrix product (BLAS threads as configured) and
         the softplus differences split over the row threads, as imh.Target does.
         """
-        cols = vt.shape[1]
-        rows = min(MAX_ROWS, max(256, _CELLS // max(1, cols)))
+        from .exact_softmax import MAX_THREADS, grouped_sum
+
+        rows = LOGLIK_ROWS  # whatever cols: the bound counts ceil(n / rows) blocks
+        threads = min(self.threads, MAX_THREADS)
         total = []
-        pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        pool = ThreadPoolExecutor(threads) if threads > 1 else None
 
         def part(args):
             zb, z0b, sp0b = args
             zb += z0b[:, None]
-            return (_softplus(zb) - sp0b[:, None]).sum(axis=0)
+            return grouped_sum(_softplus(zb) - sp0b[:, None])
 
         try:
             for s in range(0, self.n, rows):
@@ -679,7 +686,7 @@ class _Problem:
                 if pool is None or zb.shape[0] < 1024:
                     total.append(part((zb, z0b, sp0b)))
                 else:
-                    step = -(-zb.shape[0] // self.threads)
+                    step = -(-zb.shape[0] // threads)
                     chunks = [
                         (zb[i : i + step], z0b[i : i + step], sp0b[i : i + step])
                         for i in range(0, zb.shape[0], step)
