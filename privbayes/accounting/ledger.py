@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import sqlite3
 import time
 import uuid
@@ -228,24 +229,22 @@ class Ledger:
             self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise _ledger_error(exc, self.path, self.timeout) from None
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            row = _stored_orders(self._db)
-            if row is None:  # a new file: set it up under the write lock (others may too)
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    _setup(self._db, lam)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                row = _stored_orders(self._db)
-            _migrate(self._db)
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise _ledger_error(exc, self.path, self.timeout) from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                row = self._open(lam)
+                break
+            except sqlite3.OperationalError as exc:
+                # SQLite answers "locked" at once, without waiting, where waiting could
+                # deadlock (e.g. two connections switching a new file to WAL together):
+                # retry with a short random pause until the timeout
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    self._db.close()
+                    raise _ledger_error(exc, self.path, self.timeout) from None
+                time.sleep(0.01 + 0.04 * random.random())
+            except sqlite3.Error as exc:
+                self._db.close()
+                raise _ledger_error(exc, self.path, self.timeout) from None
         self.orders = np.array(json.loads(row[0]), dtype=float)
         if orders is not None and not np.array_equal(self.orders, lam):
             warnings.warn(
@@ -253,6 +252,25 @@ class Ledger:
                 UserWarning,
                 stacklevel=2,
             )
+
+    def _open(self, lam):
+        """WAL mode, the schema of a new file (under the write lock: others may set it up
+        too) and migrations; returns the stored orders row."""
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        row = _stored_orders(self._db)
+        if row is None:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                _setup(self._db, lam)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            row = _stored_orders(self._db)
+        _migrate(self._db)
+        return row
 
     @classmethod
     def create(
