@@ -534,28 +534,21 @@ def _glm_options(args, command: str) -> dict:
     return options
 
 
+# the flags both GLM adapters take (each adds its label flags)
+_GLM_PUBLIC = frozenset({"beta", "c", "d", "backend", "radius"})
+_GLM_SAMPLE = frozenset(
+    {"label", "features", "beta", "c", "scale", "clip", "intercept", "intercept_scaling"}
+    | {"backend", "radius"}
+)
+
+
 class LogisticAdapter(Adapter):
     name = "logistic"
     methods = GLM_METHODS
     flags = {
-        "sample": frozenset(
-            {
-                "label",
-                "features",
-                "positive",
-                "negative",
-                "beta",
-                "c",
-                "scale",
-                "clip",
-                "intercept",
-                "intercept_scaling",
-                "backend",
-                "radius",
-            }
-        ),
-        "calibrate": frozenset({"beta", "c", "d", "backend", "radius"}),
-        "audit": frozenset({"beta", "c", "d", "backend", "radius"}),
+        "sample": _GLM_SAMPLE | {"positive", "negative"},
+        "calibrate": _GLM_PUBLIC,
+        "audit": _GLM_PUBLIC,
     }
 
     def build(self, args, command):
@@ -596,23 +589,9 @@ class MultinomialAdapter(Adapter):
     name = "multinomial"
     methods = GLM_METHODS
     flags = {
-        "sample": frozenset(
-            {
-                "label",
-                "features",
-                "classes",
-                "beta",
-                "c",
-                "scale",
-                "clip",
-                "intercept",
-                "intercept_scaling",
-                "backend",
-                "radius",
-            }
-        ),
-        "calibrate": frozenset({"classes", "beta", "c", "d", "backend", "radius"}),
-        "audit": frozenset({"classes", "beta", "c", "d", "backend", "radius"}),
+        "sample": _GLM_SAMPLE | {"classes"},
+        "calibrate": _GLM_PUBLIC | {"classes"},
+        "audit": _GLM_PUBLIC | {"classes"},
     }
 
     def classes(self, args) -> list[str]:

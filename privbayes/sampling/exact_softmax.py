@@ -241,7 +241,28 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return z
 
 
-class SoftmaxProblem:
+class _Weights:
+    """Theta -> W for a problem with ``features``, ``k`` and the prior precision ``p``."""
+
+    features: int
+    k: int
+    p: float
+
+    def weights(self, theta: np.ndarray) -> np.ndarray:
+        """Theta (d (K - 1),) -> the scores' weights W = Theta Q^T, shape (d, K)."""
+        return to_weights(theta.reshape(self.features, self.k - 1), self.k)
+
+    def full_weights(self, thetas: np.ndarray, rng) -> np.ndarray:
+        """Released W (count, d K): Theta Q^T + m 1^T / sqrt(K), m ~ N(0, I_d / p) drawn
+        here (count d normals: the data-free shift component of the posterior)."""
+        return full_weights(thetas, self.features, self.k, self.p, rng)
+
+    def compose(self, thetas: np.ndarray, normals: np.ndarray) -> np.ndarray:
+        """W (count, d K) from Theta (count, d (K - 1)) and standard normals (count, d)."""
+        return compose(thetas, normals, self.features, self.k, self.p)
+
+
+class SoftmaxProblem(_Weights):
     """The exact back-end's data interface (as privbayes.sampling.exact._Problem) for the
     K-class softmax family, in the shift-free coordinates Theta: ``d`` is the sampled
     dimension d (K - 1); every pass forms the weights Theta Q^T first."""
@@ -258,19 +279,6 @@ class SoftmaxProblem:
         self.d = self.features * (self.k - 1)
         self.r, self.p = float(r), float(p)
         self.threads = _threads()
-
-    def weights(self, theta: np.ndarray) -> np.ndarray:
-        """Theta (d (K - 1),) -> the scores' weights W = Theta Q^T, shape (d, K)."""
-        return to_weights(theta.reshape(self.features, self.k - 1), self.k)
-
-    def full_weights(self, thetas: np.ndarray, rng) -> np.ndarray:
-        """Released W (count, d K): Theta Q^T + m 1^T / sqrt(K), m ~ N(0, I_d / p) drawn
-        here (count d normals: the data-free shift component of the posterior)."""
-        return full_weights(thetas, self.features, self.k, self.p, rng)
-
-    def compose(self, thetas: np.ndarray, normals: np.ndarray) -> np.ndarray:
-        """W (count, d K) from Theta (count, d (K - 1)) and standard normals (count, d)."""
-        return compose(thetas, normals, self.features, self.k, self.p)
 
     def subsample(self, rows: int) -> SoftmaxProblem:
         """The problem on ``rows`` evenly spread rows, likelihood weighted by n / rows."""
@@ -435,7 +443,7 @@ def _loglik_chunk(block, d, k, w_hat, vts):
     return tuple(prob.loglik_diff(z0, sp0, vt) for vt in vts)
 
 
-class DaskSoftmaxProblem:
+class DaskSoftmaxProblem(_Weights):
     """SoftmaxProblem's interface on rows held in a Dask engine (privbayes.sampling.passes):
     every method is one pass (one graph, the chunk kernel on each chunk, an ordered sum in
     the engine); scores never leave the workers (a "scores" value here is the point w they
@@ -451,13 +459,6 @@ class DaskSoftmaxProblem:
         self.n, self.features = rows.shape
         self.d = self.features * (self.k - 1)
         self.r, self.p = float(r), float(p)
-
-    def full_weights(self, thetas: np.ndarray, rng) -> np.ndarray:
-        return full_weights(thetas, self.features, self.k, self.p, rng)
-
-    def compose(self, thetas: np.ndarray, normals: np.ndarray) -> np.ndarray:
-        """W (count, d K) from Theta (count, d (K - 1)) and standard normals (count, d)."""
-        return compose(thetas, normals, self.features, self.k, self.p)
 
     def subsample(self, rows: int) -> DaskSoftmaxProblem:
         if self.n <= rows:
