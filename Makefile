@@ -35,6 +35,7 @@ experiments: $(VENV)/.installed peers-env  # full settings (see experiments/READ
 	$(BIN)/python experiments/logistic_regression.py
 	$(BIN)/python experiments/gamma_poisson.py
 	$(BIN)/python experiments/normal_mean.py
+	$(BIN)/python experiments/noise_aware.py
 	$(BIN)/python experiments/peers.py
 
 # diffprivlib (the peers study) in its own venv: the `peers` extra's pins only

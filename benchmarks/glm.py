@@ -96,7 +96,7 @@ def peak_mb() -> float:
 
 
 def run_imh(X, y, k: int) -> dict:
-    model = pb.BayesianLogisticRegression(beta=1e-3, c=1.0)
+    model = pb.BayesianLogisticRegression(beta=1e-3, c=1.0, backend="imh")
     t0 = time.perf_counter()
     first = pb.sample(model, (X, y), 2.0, 1.0, rng=1)
     t_first = time.perf_counter() - t0
@@ -205,14 +205,15 @@ def exact_large(n: int, d: int, rng) -> None:
     t_plan = t_all - dg["seconds_fit"] - dg["seconds_proposals"]
     print(
         f"  exact: first release {t_all:6.2f} s = plan/validation {t_plan:.2f} s + Newton fit "
-        f"({exact.WARM_ITERATIONS} + {exact.FIT_ITERATIONS} steps) {dg['seconds_fit']:.2f} s + "
+        f"({exact.WARM_ITERATIONS} warm + {dg['newton_steps']} certified steps, public bound "
+        f"{pub['newton_step_bound']:,}) {dg['seconds_fit']:.2f} s + "
         f"{pub['proposals']} proposals in {pub['passes']} pass(es) "
         f"{dg['seconds_proposals']:.2f} s; accepted {dg['accepted']}/{pub['proposals']} "
         f"(public a_min {pub['acceptance_lower_bound']:.3f}); CPU {dg['cpu']:.2f} s"
     )
     t_again, dg2 = _phase_times(model, X, y, 2)
     print(f"  exact: a second release (plan cached) {t_again:6.2f} s (CPU {dg2['cpu']:.2f} s)")
-    imh = pb.BayesianLogisticRegression(beta=1e-3, c=1.0)
+    imh = pb.BayesianLogisticRegression(beta=1e-3, c=1.0, backend="imh")
     t_imh, dgi = _phase_times(imh, X, y, 1)
     print(
         f"  imh  : first release {t_imh:6.2f} s (CPU {dgi['cpu']:.1f} s; tune {dgi['tune']}, "
@@ -293,7 +294,7 @@ def exact_real(data_dir, k: int, betas) -> None:
                 dg = many.diagnostics
                 observed = dg["public"]["proposals"] / max(dg["accepted"], 1)
                 acc = _accuracy(many.value, xte, yte)
-                imh = pb.BayesianLogisticRegression(beta=beta, c=1.0)
+                imh = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="imh")
                 t0 = time.perf_counter()
                 ref = pb.sample(imh, (xtr, ytr), 2.0, eps * k, size=k, rng=3)
                 t_imh = time.perf_counter() - t0
@@ -346,7 +347,7 @@ def _step_profile(x, y, chains: int, reps: int = 9) -> dict:
 def _compare(name, x, y, xte, yte, eps: float, k: int, beta: float, h: float) -> dict:
     data = (x, y)
     lmodel = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="langevin", step_scale=h)
-    imodel = pb.BayesianLogisticRegression(beta=beta, c=1.0)
+    imodel = pb.BayesianLogisticRegression(beta=beta, c=1.0, backend="imh")
     out = {}
     for label, model in (("langevin", lmodel), ("imh", imodel)):
         t0 = time.perf_counter()

@@ -20,8 +20,11 @@ from .errors import (
     ConvergenceError,
     DataError,
     InfeasiblePrivacyError,
+    LedgerError,
     PrivBayesError,
+    ReleaseInterrupted,
     SamplingError,
+    SharedRandomnessWarning,
     StepCapWarning,
 )
 
@@ -41,7 +44,10 @@ _LAZY = {
     "Ledger": (".accounting.ledger", "Ledger"),
     "RdpAccountant": (".accounting", "RdpAccountant"),
     "PrivateLogisticRegression": (".estimators", "PrivateLogisticRegression"),
+    "PrivatePosterior": (".posterior.release", "PrivatePosterior"),
     "PrivateSample": (".release", "PrivateSample"),
+    "plan": (".posterior.planning", "plan"),
+    "posterior": (".posterior", None),  # a callable module: privbayes.posterior(model, ...)
     "release_query": (".release", "release_query"),
     "sample": (".release", "sample"),
     "renyi_beta": (".divergence", "renyi_beta"),
@@ -69,13 +75,17 @@ __all__ = [
     "GammaPoisson",
     "InfeasiblePrivacyError",
     "Ledger",
+    "LedgerError",
     "MultinomialLogisticRegression",
     "NormalKnownVariance",
     "PrivBayesError",
     "PrivateLogisticRegression",
+    "PrivatePosterior",
     "PrivateSample",
     "RdpAccountant",
+    "ReleaseInterrupted",
     "SamplingError",
+    "SharedRandomnessWarning",
     "StepCapWarning",
     "accounting",
     "audit",
@@ -83,6 +93,8 @@ __all__ = [
     "data",
     "datasets",
     "models",
+    "plan",
+    "posterior",
     "preprocessing",
     "release_query",
     "renyi_beta",
@@ -110,7 +122,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
-    from . import accounting, audit, data, datasets, models, preprocessing
+    from . import accounting, audit, data, datasets, models, posterior, preprocessing
     from .accounting import RdpAccountant
     from .accounting.ledger import Ledger
     from .calibration import Calibration, calibrate
@@ -125,5 +137,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
         MultinomialLogisticRegression,
         NormalKnownVariance,
     )
+    from .posterior.planning import plan
+    from .posterior.release import PrivatePosterior
     from .release import PrivateSample, release_query, sample
     from .sampling.exact import ExactInfeasibleError

@@ -17,9 +17,10 @@ number of offending rows with the first one (its position and value). Integer ar
 makes the result independent of the partitioning: a Dask release and an in-memory release
 of the same data give the same statistics, hence the same draw for the same seed.
 
-Non-finite values (NaN, inf, missing) and values outside the model's declared domain are
-refused with an error naming the column, the number of offending rows and the first
-offending row, before anything is released or charged to a ledger.
+Non-finite values (NaN, inf, missing: None, pandas' NA, a masked entry) and values outside
+the model's declared domain are refused with an error naming the column, the number of
+offending rows and the first offending row, before anything is released or charged to a
+ledger.
 
 Heavy libraries are never imported here unless the input is one of theirs (types are
 recognised by their module name), so NumPy-only use loads no pandas, pyarrow, polars or
@@ -194,6 +195,16 @@ def _family(obj) -> str:
     return ""
 
 
+def _refuse_lazy(obj, name: str) -> None:
+    """A polars LazyFrame is a query, not data: refused with a TypeError (running it here
+    would hold its whole result in memory without the caller asking; docs/data.md §1)."""
+    if _family(obj) == "polars" and type(obj).__name__ == "LazyFrame":
+        raise TypeError(
+            f"{name} is a polars LazyFrame (a query, not data); call .collect() and pass the "
+            "DataFrame it returns"
+        )
+
+
 def is_dask(obj) -> bool:
     """True for a dask collection (array, DataFrame, Series)."""
     return _family(obj) == "dask" and hasattr(obj, "__dask_graph__")
@@ -211,6 +222,16 @@ def _columns(obj) -> list[str] | None:
     return None
 
 
+def _no_names(count: int) -> str:
+    """What an error says about a table's columns: their number, never their names (a CSV
+    file read without its header row takes its first record for the names, and a first
+    record of words cannot be told from a header: docs/data.md §2)."""
+    return (
+        f"it has {count} column(s), not listed here (a table read from a CSV file without "
+        "its header row would show its first record as names); see the table's columns"
+    )
+
+
 def _select(obj, column, name: str):
     """(selection, label) for ``column``: one name (a 1-D column) or a list of names."""
     cols = _columns(obj)
@@ -225,8 +246,7 @@ def _select(obj, column, name: str):
         raise TypeError(f"column must be a column name or a list of names; got {column!r}")
     missing = [c for c in wanted if c not in cols]
     if missing:
-        shown = ", ".join(map(str, cols[:20])) + (" ..." if len(cols) > 20 else "")
-        raise ValueError(f"{name} has no column {missing[0]!r}; columns: {shown}")
+        raise ValueError(f"{name} has no column {missing[0]!r}; {_no_names(len(cols))}")
     fam = _family(obj)
     if fam == "pyarrow":
         sel = obj.select(wanted) if many else obj.column(column)
@@ -272,19 +292,39 @@ def _check_arrow_type(t) -> None:
         raise TypeError(f"data must hold numbers (or bools); got pyarrow type {t}")
 
 
+def _unmasked(data):
+    """A NumPy masked array (or a list or tuple that holds some) with every masked entry
+    as NaN, so that it is refused like any missing value; other inputs unchanged.
+
+    ``np.asarray`` drops a mask and keeps the hidden values, which would then count as
+    records (n and the statistics would include entries the caller had masked out). An
+    all-False mask hides nothing: such an array is its data."""
+    if isinstance(data, list | tuple):
+        if not any(isinstance(v, np.ma.MaskedArray) for v in data):
+            return data  # np.ma.masked inside a list already becomes NaN in np.asarray
+        data = np.ma.asarray(data)
+    elif not isinstance(data, np.ma.MaskedArray):
+        return data
+    mask = np.ma.getmaskarray(data)
+    if not mask.any():
+        return np.ma.getdata(data)
+    kind = data.dtype.kind
+    return np.ma.filled(data.astype(float if kind in "biuf" else object), np.nan)
+
+
 def _numeric(data, name: str) -> np.ndarray:
     """``data`` as a NumPy array of bools, integers or floats (objects such as pandas' NA
-    become float NaN); strings, other objects and complex numbers are refused. NaN and inf
-    are kept (the kernel counts them)."""
+    and the masked entries of a NumPy masked array become float NaN); strings, other
+    objects and complex numbers are refused. NaN and inf are kept (the kernel counts them)."""
     try:
-        arr = np.asarray(data)
+        arr = np.asarray(_unmasked(data))
     except ValueError:
         raise ValueError(f"{name} must be a rectangular array of numbers") from None
     if arr.dtype == object:  # e.g. pandas nullable columns: numbers and NA (-> NaN, refused)
         if any(isinstance(v, str | bytes) for v in arr.ravel()):
             raise TypeError(f"{name} must hold numbers (or bools); got strings")
         try:
-            arr = np.asarray(data, dtype=float)
+            arr = arr.astype(float)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must hold numbers (or bools); got dtype object") from None
     if arr.dtype.kind not in "biuf":
@@ -298,6 +338,7 @@ def as_array(data, name: str = "data") -> np.ndarray:
     Dask collections are refused here: callers that take them go through
     :func:`statistics` (the conjugate models) or privbayes.sampling.passes (the GLMs:
     docs/data.md §7)."""
+    _refuse_lazy(data, name)
     if is_dask(data):
         raise TypeError(
             f"{name}: Dask inputs are not supported here (the conjugate models, "
@@ -326,6 +367,7 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
     attributes give the column, the number of offending rows and the first one (its
     0-based position among all rows, across partitions).
     """
+    _refuse_lazy(data, name)
     label = name
     if column is not None:
         data, label = _select(data, column, name)
@@ -336,7 +378,7 @@ def statistics(model: Reduction, data, *, column=None, name: str = "data") -> tu
         elif cols is not None and 2 not in model._data_ndims:
             raise ValueError(
                 f"{name} is a table with {len(cols)} columns; pick one with column='name' "
-                f"(columns: {', '.join(map(str, cols[:20]))})"
+                "(see the table's columns)"
             )
     n_rules = model._data_rules
     if is_dask(data):
@@ -412,7 +454,477 @@ def _dask_pass(model, n_rules: int, data, label: str) -> _Partial:
     return out
 
 
+# -- CSV files: one set of rules for every reader (docs/data.md §6) --------------------------
+class CSVError(DataError):
+    """A CSV file that breaks the rules of docs/data.md §6: a record with more or fewer fields
+    than the header, a blank or repeated header, a quote left open, text that is not UTF-8,
+    files of one glob with different headers, a blank line where the command line reads a
+    column. The message names the file and the line, never a record value.
+
+    Attributes: ``path``, ``line`` (1-based line of the file where the record starts; None
+    for the whole file) and DataError's: ``column`` the file, ``rule`` "csv", ``count``,
+    ``index`` and ``value`` None. Raised before anything is released or charged (by a Dask
+    worker during the release's pass, and then on the client as itself: it pickles)."""
+
+    def __init__(self, message: str, path: str, line: int | None = None) -> None:
+        super().__init__(message, column=path, rule="csv", count=None, index=None, value=None)
+        self.path, self.line = path, line
+
+    def __reduce__(self):
+        return (type(self), (self.args[0], self.path, self.line))
+
+
+def _fields(k: int) -> str:
+    return f"{k} field" + ("" if k == 1 else "s")
+
+
+def _csv_bytes(path: str) -> bytes:
+    """The bytes of a CSV file (gunzipped when its name ends in .gz), without a UTF-8
+    byte-order mark (Excel writes one). Reads pipes and devices too (one read)."""
+    import codecs
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if path.lower().endswith(".gz"):
+        import gzip
+        import zlib
+
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error):  # gzip's messages quote the file's bytes
+            raise CSVError(f"{path} is not a complete gzip file", path) from None
+    return raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw
+
+
+def _csv_text(raw: bytes, path: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:  # its message quotes a byte of the file
+        raise CSVError(f"{path} is not a UTF-8 text CSV file", path) from None
+
+
+def _csv_rows(text: str, path: str):
+    """(the record's first line, its fields) for every record of a CSV text, the header
+    first. Python's csv module with its strict rules: a quote left open to the end of the
+    file and text after a closing quote are refused (CSVError naming the line), never read
+    as some other split of the fields. A quoted field may hold line breaks; line numbers
+    count every line."""
+    import csv
+    import io
+
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    while True:
+        first = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _csv_error(exc, path, first, reader.line_num) from None
+        yield first, row
+
+
+def _csv_error(exc, path: str, first: int, last: int) -> CSVError:
+    """csv's error (its messages quote no data) as one line naming the file and line."""
+    import csv
+
+    text = str(exc)
+    if "unexpected end of data" in text:
+        what = f"line {first} of {path} opens a quote that is never closed (an unbalanced '\"')"
+    elif "expected after" in text:
+        what = f"line {last} of {path} has text after a closing quote in a field"
+    elif "field larger than field limit" in text:
+        what = (
+            f"line {first} of {path} has a field longer than {csv.field_size_limit()} "
+            "characters (an unbalanced '\"'?)"
+        )
+    else:
+        what = f"line {last} of {path} is not valid CSV ({text})"
+    return CSVError(
+        f"{what}; fix the quotes (a field that holds a comma, a quote or a line break is "
+        'quoted, and a quote inside it is doubled: "a ""b"", c")',
+        path,
+        first,
+    )
+
+
+def _blank(row: list[str]) -> bool:
+    """An empty line ([] from csv.reader) or one of spaces only (one blank field)."""
+    return not row or (len(row) == 1 and not row[0].strip())
+
+
+def _csv_header(row: list[str] | None, path: str) -> list[str]:
+    """The column names of a header row (stripped of surrounding spaces); refuses an empty
+    file, a blank first line and a repeated name (named by field positions: a file without
+    its header row has a record there, and messages never quote one)."""
+    if row is None:
+        raise CSVError(f"{path} is empty (a header row is expected)", path)
+    if _blank(row):
+        raise CSVError(
+            f"line 1 of {path} is blank (a header row of column names is expected)", path, 1
+        )
+    header = [h.strip() for h in row]
+    seen: dict[str, int] = {}
+    for k, h in enumerate(header, start=1):
+        if h in seen:
+            raise CSVError(
+                f"line 1 of {path}, the header, repeats a column name (fields {seen[h]} and "
+                f"{k}); a header row of distinct column names is expected (is the header row "
+                "missing?)",
+                path,
+                1,
+            )
+        seen[h] = k
+    return header
+
+
+def _csv_record(line: int, row: list[str], width: int, path: str, blank_ok: bool) -> None:
+    """Refuses a record whose number of fields is not the header's (the cells may have
+    shifted: never guessed), and a blank line unless ``blank_ok`` (a record of missing
+    values, refused later by a release when it reads the column)."""
+    if _blank(row):
+        if blank_ok:
+            return
+        raise CSVError(
+            f"line {line} of {path} is blank, a record with no value (polars and pyarrow "
+            "write a missing value of a one-column CSV as an empty line); fill in the value "
+            "or delete the line",
+            path,
+            line,
+        )
+    if len(row) != width:
+        raise CSVError(
+            f"line {line} of {path} has {_fields(len(row))} but the header has {width}; fix "
+            "the row (quote cells that contain commas)",
+            path,
+            line,
+        )
+
+
+def _csv_header_of(path: str) -> list[str]:
+    """The header of a CSV file, reading no more of it than the header's lines (a gzip
+    file: all of it)."""
+    import codecs
+
+    if path.lower().endswith(".gz"):
+        first = next(_csv_rows(_csv_text(_csv_bytes(path), path), path), None)
+        return _csv_header(None if first is None else first[1], path)
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    text = ""
+    with open(path, "rb") as fh:
+        while True:
+            more = fh.read(1 << 16)
+            try:
+                text += decoder.decode(more, final=not more)
+            except UnicodeDecodeError:
+                raise CSVError(f"{path} is not a UTF-8 text CSV file", path) from None
+            whole = text if not more else text[: text.rfind("\n") + 1]
+            if not whole and more:
+                continue  # no line break yet
+            try:
+                first = next(_csv_rows(whole, path), None)
+            except CSVError:
+                if not more:
+                    raise
+                continue  # a quoted header field runs past what was read
+            return _csv_header(None if first is None else first[1], path)
+
+
+def _same_header(own: list[str], header: list[str] | None, path: str) -> None:
+    if header is not None and own != header:
+        raise CSVError(
+            f"the header (line 1) of {path} is not the first file's ({_fields(len(own))}, "
+            f"against {len(header)}, or other names); the files read together must share one "
+            "header row",
+            path,
+            1,
+        )
+
+
+# Bytes that are not visible text: ASCII whitespace as str.strip() sees it, and every byte of
+# a non-ASCII character (it may be a space too, such as U+00A0).
+_INVISIBLE = np.zeros(256, dtype=np.int32)
+_INVISIBLE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = 1
+_INVISIBLE[128:] = 1
+_PLAIN_CHUNK = 1 << 22  # bytes per block of the line count (bounded temporaries)
+
+
+def _plain(raw: bytes) -> bool:
+    """No quote, no NUL, and every CR part of a CRLF: csv splits such a text at commas and
+    line ends only, which NumPy can count (:func:`_plain_records`)."""
+    return b'"' not in raw and b"\x00" not in raw and raw.count(b"\r") == raw.count(b"\r\n")
+
+
+def _plain_records(raw: bytes, start: int, width: int) -> int | None:
+    """The number of records after the header (which ends at byte ``start``) of a plain
+    file (:func:`_plain`) when csv's rules certainly hold: every line has ``width`` fields
+    (width - 1 commas), a one-column file's lines each hold a visible character (no blank
+    record) and no field is longer than csv's limit. None when a line may break a rule:
+    the csv module then reads the file record by record and names the line. Vectorised
+    (about 1 GB/s against csv's 25 MB/s), in blocks of whole lines."""
+    import csv
+
+    limit = csv.field_size_limit()
+    records, pos, size = 0, start, len(raw)
+    view = memoryview(raw)
+    while pos < size:
+        stop = min(size, pos + _PLAIN_CHUNK)
+        if stop < size:  # end the block after a line break
+            cut = raw.rfind(b"\n", pos, stop)
+            cut = cut if cut >= 0 else raw.find(b"\n", stop)
+            stop = size if cut < 0 else cut + 1
+        block = np.frombuffer(view[pos:stop], dtype=np.uint8)
+        # one segment per line, its line break included: none is empty (reduceat needs that)
+        starts = np.concatenate(([0], np.flatnonzero(block[:-1] == 10) + 1))
+        commas = np.add.reduceat((block == 44).astype(np.int32), starts)
+        if np.any(commas != width - 1):
+            return None
+        if np.diff(starts, append=block.size).max() > limit:
+            return None
+        if width == 1:
+            visible = np.diff(starts, append=block.size) - np.add.reduceat(
+                _INVISIBLE[block], starts
+            )
+            if np.any(visible == 0):
+                return None
+        records += starts.size
+        pos = stop
+    return records
+
+
+def _csv_checked(path: str, header: list[str] | None, blank_ok: bool):
+    """Reads one CSV file and checks it by the rules (docs/data.md §6).
+
+    Returns (bytes, header, records): the UTF-8 bytes without a byte-order mark (lines of
+    spaces only, blank records, made empty so that every parser reads them as missing),
+    the file's header and its number of records. ``header``: the header the file must have
+    (the first file's, for a glob), or None. Raises CSVError."""
+    raw = _csv_bytes(path)
+    text = _csv_text(raw, path)
+    if _plain(raw):  # no quotes: the header is the first line, and lines can be counted
+        cut = raw.find(b"\n") + 1 or len(raw)
+        first = next(_csv_rows(raw[:cut].decode("utf-8"), path), None)
+        own = _csv_header(None if first is None else first[1], path)
+        _same_header(own, header, path)
+        records = _plain_records(raw, cut, len(own))
+        if records is not None:
+            return raw, own, records
+    rows = _csv_rows(text, path)  # the record-by-record rules, with the line of any failure
+    first = next(rows, None)
+    own = _csv_header(None if first is None else first[1], path)
+    _same_header(own, header, path)
+    width, records, spaces = len(own), 0, []
+    for line, row in rows:
+        _csv_record(line, row, width, path, blank_ok)
+        records += 1
+        if row and _blank(row) and row[0]:
+            spaces.append(line)
+    if spaces:  # a record of spaces only would be read as text, not as missing
+        import re
+
+        lines = re.split(r"(\r\n|\r|\n)", text)  # csv's line breaks, kept at odd positions
+        for line in spaces:
+            lines[2 * (line - 1)] = ""
+        raw = "".join(lines).encode("utf-8")
+    return raw, own, records
+
+
+def _csv_part(
+    path: str,
+    columns: list[str] | None = None,
+    *,
+    header: list[str] | None = None,
+    dtypes: dict | None = None,
+    text: bool = False,
+    blank_ok: bool = True,
+):
+    """One CSV file as a pandas DataFrame (a partition of :func:`read`'s Dask DataFrame),
+    checked by the rules first (:func:`_csv_checked`), then parsed by pandas with its first
+    column never taken for an index. ``columns``: the columns to return, in order (Dask
+    pushes a selection down to here). ``dtypes``: the types of an empty file's columns.
+    ``text``: every cell as its text (no conversion; empty cells as "")."""
+    import io
+
+    import pandas as pd
+
+    raw, own, records = _csv_checked(path, header, blank_ok)
+    options = {"dtype": str, "keep_default_na": False} if text else {}
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(raw),
+            header=0,
+            names=own,
+            index_col=False,  # a longer first record never makes an index (it is refused)
+            usecols=columns,
+            skip_blank_lines=False,  # a blank line: a record of missing values
+            encoding="utf-8",
+            **options,
+        )
+    except ValueError:  # pandas' messages (ParserError too) may quote a record
+        raise CSVError(
+            f"{path}: pandas cannot parse the file (its message is left out: it may quote a "
+            "record)",
+            path,
+        ) from None
+    if len(frame) != records:  # never expected: the two parsers split records alike
+        raise CSVError(
+            f"{path}: pandas and Python's csv module split its records differently; please "
+            "report this file's layout as a privbayes bug",
+            path,
+        )
+    if columns is not None:
+        frame = frame[list(columns)]
+    if not records and dtypes is not None:
+        frame = frame.astype({c: dtypes[c] for c in frame.columns if c in dtypes})
+    return frame
+
+
+def _csv_meta(path: str, header: list[str], columns, text: bool):
+    """The empty frame Dask needs before any partition is read: pandas' types for a sample of
+    the first file (its first 1,000 records), float64 for a column without values."""
+    import warnings
+
+    import pandas as pd
+
+    options = {"dtype": str, "keep_default_na": False} if text else {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. a longer record (the partition refuses it)
+            sample = pd.read_csv(
+                path,
+                header=0,
+                names=header,
+                index_col=False,
+                usecols=columns,
+                skip_blank_lines=False,
+                nrows=1000,
+                encoding="utf-8-sig",
+                **options,
+            )
+    except Exception:  # the partition refuses the file with the rule it breaks
+        sample = pd.DataFrame({c: pd.Series(dtype=str if text else float) for c in header})
+    if columns is not None:
+        sample = sample[list(columns)]
+    if not text:
+        empty = [c for c in sample.columns if sample[c].isna().all()]
+        sample = sample.astype(dict.fromkeys(empty, "float64"))
+    return sample.iloc[:0]
+
+
+def _check_columns(columns, header: list[str], path: str) -> None:
+    for c in columns or ():
+        if c not in header:
+            raise ValueError(
+                f"no column {c!r} in {path}: its header (line 1) has {_fields(len(header))} "
+                f"(see them with: {_head_command(path)}); a file without a header row would "
+                "show its first record there, so names are not listed"
+            )
+
+
+def _head_command(path: str) -> str:
+    import shlex
+
+    quoted = shlex.quote(path)
+    return f"gzip -dc {quoted} | head -1" if path.lower().endswith(".gz") else f"head -1 {quoted}"
+
+
+def _read_csv(
+    paths: list[str], cols, engine: str, *, text: bool = False, blank_ok: bool = True
+) -> Any:
+    """CSV files by the rules of docs/data.md §6, with every engine: Dask (one partition per
+    file, read and checked on the workers), pandas or pyarrow (in memory)."""
+    order = [engine] if engine != "auto" else ["dask", "pandas", "pyarrow"]
+    header = _csv_header_of(paths[0])
+    _check_columns(cols, header, paths[0])
+    for eng in order:
+        try:
+            if eng == "dask":
+                import dask.dataframe as dd
+
+                meta = _csv_meta(paths[0], header, cols, text)
+                return dd.from_map(
+                    _csv_part,
+                    paths,
+                    columns=cols,
+                    header=header,
+                    dtypes=dict(meta.dtypes),
+                    text=text,
+                    blank_ok=blank_ok,
+                    meta=meta,
+                    label="privbayes-read-csv",
+                )
+            if eng == "pandas":
+                import pandas as pd
+
+                meta = _csv_meta(paths[0], header, cols, text)
+                kw = {"header": header, "dtypes": dict(meta.dtypes), "text": text}
+                parts = [_csv_part(p, cols, blank_ok=blank_ok, **kw) for p in paths]
+                return pd.concat(parts, ignore_index=True)
+            return _read_csv_arrow(paths, cols, header, blank_ok)
+        except ImportError:
+            if engine != "auto" or eng == order[-1]:
+                raise ImportError(
+                    f"reading csv files needs {'Dask' if eng == 'dask' else eng} "
+                    "(pip install 'privbayes[scale]')"
+                ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_csv_arrow(paths: list[str], cols, header: list[str], blank_ok: bool):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    tables = []
+    for p in paths:
+        raw, own, records = _csv_checked(p, header, blank_ok)
+        try:
+            table = pcsv.read_csv(
+                io.BytesIO(raw),
+                read_options=pcsv.ReadOptions(column_names=own, skip_rows=1),
+                parse_options=pcsv.ParseOptions(ignore_empty_lines=False),  # a null row
+                convert_options=pcsv.ConvertOptions(include_columns=cols),
+            )
+        except pa.ArrowInvalid as exc:
+            raise ValueError(f"{p}: {_arrow_csv_error(exc)}") from None
+        if table.num_rows != records:
+            raise CSVError(
+                f"{p}: pyarrow and Python's csv module split its records differently; please "
+                "report this file's layout as a privbayes bug",
+                p,
+            )
+        tables.append(table)
+    try:  # an empty file's columns (type null) take the other files' types
+        table = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise ValueError(
+            "the CSV files' columns have different types (numbers in one, text in another?)"
+        ) from None
+    for i, field in enumerate(table.schema):
+        if pa.types.is_null(field.type):  # no file has a value there: missing numbers
+            table = table.set_column(i, field.name, table.column(i).cast(pa.float64()))
+    return table
+
+
 # -- files -------------------------------------------------------------------------------------
+def _arrow_csv_error(exc) -> str:
+    """pyarrow's CSV error without the record it quotes ("Expected 2 columns, got 3: 1,0.2,9"
+    or "invalid value 'abc'"): messages carry positions and counts, never record values."""
+    import re
+
+    text = str(exc)
+    shape = re.search(r"(Row #\d+: )?Expected \d+ columns?, got \d+", text)
+    if shape:
+        return f"not valid CSV: {shape.group(0)} (fix the row)"
+    if "conversion error" in text.lower():
+        return (
+            "not valid CSV for pyarrow: a cell does not fit the type inferred for its "
+            "column (text in a numeric column?)"
+        )
+    return "not valid CSV for pyarrow (its message is left out: it may quote a record)"
+
+
 def _expand(path_or_glob) -> list[str]:
     paths = [os.fspath(p) for p in path_or_glob] if isinstance(path_or_glob, list | tuple) else []
     if not paths:
@@ -428,8 +940,14 @@ def _expand(path_or_glob) -> list[str]:
     if not paths:
         raise FileNotFoundError(f"no files match {os.fspath(path_or_glob)!r}")
     for p in paths:
-        if not os.path.isfile(p):
+        if not os.path.exists(p):
             raise FileNotFoundError(f"no such file: {p}")
+        if not os.path.isfile(p):
+            raise ValueError(
+                f"{p} is not a regular file (a directory, a pipe such as <(...), or a device): "
+                "a lazy read opens the file later, perhaps more than once and on another "
+                "machine; save the data to a file"
+            )
     return paths
 
 
@@ -446,60 +964,65 @@ def read(path_or_glob, columns=None, *, engine: str = "auto", **options) -> Any:
     Parameters
     ----------
     path_or_glob : a file, a directory of ``*.parquet`` files, a glob (``"data/*.parquet"``)
-        or a list of files; ``.csv`` (optionally ``.csv.gz``) files are read as CSV with a
-        header row, everything else as Parquet.
+        or a list of files; ``.csv`` and ``.csv.gz`` files are read as CSV, everything else
+        as Parquet.
     columns : None (all) or a list of column names to read (Parquet reads only those).
     engine : "auto" (Dask when installed, else pandas, else pyarrow), "dask", "pandas" or
         "pyarrow" (in memory).
-    options : passed to ``dask.dataframe.read_parquet`` / ``read_csv`` (Dask only), e.g.
+    options : passed to ``dask.dataframe.read_parquet`` (Dask only), e.g.
         ``split_row_groups=True`` for one partition per Parquet row group instead of
-        Dask's default (about one per file for files below 256 MiB).
+        Dask's default (about one per file for files below 256 MiB). CSV files take none.
 
-    Returns a ``dask.dataframe.DataFrame`` (nothing is read until a release runs), or a
-    pandas DataFrame / pyarrow Table in memory. Pass it to :func:`privbayes.sample` with
-    ``column=``. Raises FileNotFoundError when nothing matches, ImportError naming the
-    ``privbayes[scale]`` extra when the engine is not installed.
+    CSV files are read by the command line's rules (docs/data.md §6), whatever the engine: a
+    header row of distinct names (surrounding spaces removed), then records with exactly as
+    many fields as the header (a record with more or fewer is refused, never re-aligned:
+    pandas would make a longer first record's first field the index and shift every
+    value), closed quotes, UTF-8 text; the files of a glob share one header row. A blank
+    line is a record of missing values (as polars and pyarrow write a null in a one-column
+    CSV), which a release then refuses; it is never skipped (that would change n). A
+    header-only file has no records. With Dask each file is one partition, read and
+    checked on a worker when a release runs (a file's line numbers, and whether a line
+    break is inside quotes, depend on all of it before).
+
+    Returns a ``dask.dataframe.DataFrame`` (nothing but the first file's header and first
+    records is read until a release runs), or a pandas DataFrame / pyarrow Table in
+    memory. Pass it to :func:`privbayes.sample` with ``column=``. Raises
+    FileNotFoundError when nothing matches, ValueError for a path that is not a regular
+    file or a column that is not in the header, TypeError for options with CSV files,
+    ImportError naming the ``privbayes[scale]`` extra when the engine is not installed,
+    and :class:`CSVError` (a :class:`privbayes.DataError`) naming the file and the line
+    for a CSV file that breaks the rules (with Dask, from the release that reads it,
+    before anything is charged).
     """
     paths = _expand(path_or_glob)
     fmt = _format(paths)
     cols = list(columns) if columns is not None else None
     if engine not in ("auto", "dask", "pandas", "pyarrow"):
         raise ValueError(f"engine must be 'auto', 'dask', 'pandas' or 'pyarrow'; got {engine!r}")
+    if options and (engine in ("pandas", "pyarrow") or fmt == "csv"):
+        raise TypeError(
+            f"options {sorted(options)} are Dask's read_parquet options; "
+            + (f"engine={engine!r} takes none" if fmt != "csv" else "CSV files take none")
+        )
+    if fmt == "csv":
+        return _read_csv(paths, cols, engine)
     order = [engine] if engine != "auto" else ["dask", "pandas", "pyarrow"]
-    if options and engine in ("pandas", "pyarrow"):
-        raise TypeError(f"options {sorted(options)} are Dask's; engine={engine!r} takes none")
     for eng in order:
         try:
             if eng == "dask":
                 import dask.dataframe as dd
 
-                if fmt == "csv":  # gzip cannot be split: one partition per .gz file
-                    gz = any(p.lower().endswith(".gz") for p in paths)
-                    options.setdefault("blocksize", None if gz else "64MB")
-                    return dd.read_csv(paths, usecols=cols, **options)
                 return dd.read_parquet(paths, columns=cols, **options)
             if eng == "pandas":
                 import pandas as pd
 
-                if fmt == "csv":
-                    return pd.concat(
-                        [pd.read_csv(p, usecols=cols) for p in paths], ignore_index=True
-                    )
                 return pd.concat(
                     [pd.read_parquet(p, columns=cols) for p in paths], ignore_index=True
                 )
             import pyarrow as pa
+            import pyarrow.parquet as pq
 
-            if fmt == "csv":
-                import pyarrow.csv as pcsv
-
-                opts = pcsv.ConvertOptions(include_columns=cols) if cols else None
-                tables = [pcsv.read_csv(p, convert_options=opts) for p in paths]
-            else:
-                import pyarrow.parquet as pq
-
-                tables = [pq.read_table(p, columns=cols) for p in paths]
-            return pa.concat_tables(tables)
+            return pa.concat_tables([pq.read_table(p, columns=cols) for p in paths])
         except ImportError:
             if engine != "auto" or eng == order[-1]:
                 raise ImportError(

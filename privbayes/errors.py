@@ -24,7 +24,19 @@ class BudgetExceededError(PrivBayesError):
 
 class LedgerError(PrivBayesError, OSError):
     """A ledger file cannot be opened, created or written (missing folder, no permission,
-    not an SQLite file, locked too long...). The message names the path and the fix."""
+    not an SQLite file, locked too long...), or has no budget for the data set named. The
+    message names the path or the data set, and the fix."""
+
+
+class UnknownDatasetError(LedgerError, KeyError):
+    """The ledger has no budget for this data set (a LedgerError; also a KeyError, which
+    the ledger raised before). ``dataset`` is the name asked for."""
+
+    def __init__(self, message: str, *, dataset: str | None = None) -> None:
+        super().__init__(message)
+        self.dataset = dataset
+
+    __str__ = OSError.__str__  # the message as is (KeyError's would quote it)
 
 
 class ConvergenceError(PrivBayesError, RuntimeError):
@@ -46,10 +58,15 @@ class DataError(PrivBayesError, ValueError):
     """Records outside the model's domain, or NaN/inf/missing (privbayes.data, docs/data.md §3).
 
     Attributes: ``column`` (the argument and column as named in the message, e.g.
-    ``"data['age']"``), ``rule`` (``"finite"`` or the model's rule number, 0-based),
-    ``count`` (offending rows), ``index`` (0-based position of the first among all rows)
-    and ``value`` (its value: a float, or a list for a one-hot row). Raised before anything
-    is released or charged.
+    ``"data['age']"``; ``"X"`` or ``"y"`` for a GLM), ``rule`` (``"finite"`` or the model's
+    rule number, 0-based; GLMs: 0 the label, 1 the row norm), ``count`` (offending rows;
+    None where it would count valid records, e.g. a label-coding mix, and for a CSVError),
+    ``index`` (0-based position of the first among all rows; None when no single row is
+    at fault, e.g. a GLM's y mixing the 0/1 and -1/+1 codings) and ``value`` (its value: a
+    float, or a list for a one-hot row; for a GLM the non-finite entry, the label, or the
+    row's norm — never the row itself; None with ``index`` None). The same input gives the
+    same error, attributes included, in memory (NumPy, pandas, polars, pyarrow) and in a
+    Dask engine. Raised before anything is released or charged.
     """
 
     def __init__(self, message: str, *, column: str, rule, count: int, index: int, value) -> None:
@@ -63,8 +80,30 @@ class DataError(PrivBayesError, ValueError):
         )
 
 
+class ReleaseInterrupted(KeyboardInterrupt):
+    """The release was interrupted (Ctrl-C, SIGINT) while it sampled: nothing was released.
+
+    A KeyboardInterrupt (so ``except Exception`` does not swallow it), raised by every
+    back-end — including ``backend="pymc"``, whose sampler would otherwise stop a chain
+    and return a partial trace. The ledger charge and the default accountant's record,
+    made before sampling started, stay (the sampler had read the data); the message says
+    which charge. The command line prints it in one line and exits with status 130.
+    """
+
+
 class StepCapWarning(UserWarning):
     """Langevin's public step rule hit ``max_steps``: the chain ran fewer steps than it needs
     to forget its start, so the draw may be far from the posterior (the privacy certificate
     still holds: it is for the law actually run). Raised by ``backend="langevin"`` releases
     (docs/langevin.md)."""
+
+
+class SharedRandomnessWarning(UserWarning):
+    """A release draws its noise from the same random state as an earlier release of this
+    process: the same int seed, or a copy of the same Generator (e.g. one deep-copied by
+    ``sklearn.base.clone``). The two releases then share their noise, and their composition
+    is *not* covered by the certificates charged for them, which assume independent
+    releases. Also issued for every seeded release made in a child process (e.g. a joblib
+    worker with ``n_jobs > 1``), whose record of seeds cannot see the other processes'
+    releases. Pass ``rng=None`` / ``random_state=None`` (fresh OS entropy) for independent
+    releases, or a different seed per release (README, "Repeated fits"; docs/privacy.md §7)."""

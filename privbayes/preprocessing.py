@@ -37,8 +37,9 @@ def clip_rows(X, c: float = 1.0) -> np.ndarray:
     if x.ndim != 2:
         raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
     norms = _row_norms(x)
-    scale = np.where(norms > c, c / np.where(norms > 0, norms, 1.0), 1.0)
-    return x * scale
+    # (x / ||x||) c, not x (c / ||x||): c / ||x|| can be subnormal (c = 1e-100 and rows
+    # near 1e220), and its lost digits would leave clipped rows above c
+    return np.where(norms > c, (x / np.where(norms > 0, norms, 1.0)) * c, x)
 
 
 def scale_rows(X, bound: float, c: float = 1.0) -> np.ndarray:
@@ -48,13 +49,22 @@ def scale_rows(X, bound: float, c: float = 1.0) -> np.ndarray:
     device or a codebook). Rows that still exceed c are left as they are, so the model
     refuses them; combine with :func:`clip_rows` to clip them explicitly. Never pass the
     data's own maximum norm as ``bound`` (module docstring).
+
+    Raises ValueError when ``c / bound`` is not a finite normal float (it would turn every
+    row into inf or 0), checked before X is read.
     """
-    x = as_numeric_array(X, "X")
     bound = check_positive(bound, "bound")
     c = check_positive(c, "c")
+    factor = c / bound
+    if not (np.isfinite(factor) and factor >= np.finfo(float).tiny):
+        raise ValueError(
+            f"c / bound = {factor!r} is not a finite normal number (c={c!r}, bound={bound!r}): "
+            "every row would become inf or 0; choose a bound nearer to c"
+        )
+    x = as_numeric_array(X, "X")
     if x.ndim != 2:
         raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
-    return x * (c / bound)
+    return x * factor
 
 
 def normalize_rows(X, c: float = 1.0) -> np.ndarray:
@@ -64,4 +74,4 @@ def normalize_rows(X, c: float = 1.0) -> np.ndarray:
     if x.ndim != 2:
         raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
     norms = _row_norms(x)
-    return x * np.where(norms > 0, c / np.where(norms > 0, norms, 1.0), 1.0)
+    return np.where(norms > 0, (x / np.where(norms > 0, norms, 1.0)) * c, x)

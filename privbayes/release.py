@@ -6,8 +6,11 @@ returned object holds the draw and the certificate only.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import threading
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -18,6 +21,7 @@ from .accounting.default import default_accountant
 from .calibration import Calibration, guarded
 from .certified import round_up
 from .data import statistics
+from .errors import ReleaseInterrupted, SharedRandomnessWarning
 from .mechanisms import CONJUGATE_METHODS, check_method
 from .models import MeanQuery
 from .validation import check_bool, check_eps, check_lam, resolve_rng
@@ -52,12 +56,14 @@ class PrivateSample:
         ``backend`` (R-hat, ESS, acceptance, weights, attempts, ...) are data-dependent;
         "exact" — only ``backend`` and the ``public`` sub-dict (the plan: delta_f,
         proposals, the acceptance bound, ...) are public, the other keys (``accepted``,
-        ``acceptance``, ``max_log_ratio``, ``gradient_bound``, ``log_density_error_max``,
-        ``inside_ball``, the ``seconds_*`` timings) are data-dependent; "langevin" — all
+        ``acceptance``, ``max_log_ratio``, ``gradient_bound``, ``newton_steps`` (the
+        certified fit's steps on all rows), ``log_density_error_max``, ``inside_ball``,
+        the ``seconds_*`` timings) are data-dependent; "langevin" — all
         public (``guarantee``, ``step``, ``steps``, ``steps_capped``, ``chains``:
         functions of n, the prior and the settings).
 
-    size : None for one draw; k when ``sample(..., size=k)`` released k draws at once.
+    size : None for one draw; k when ``sample(..., size=k)`` released k draws at once
+        (method "noise-aware": k posterior draws of *one* release, charged once).
     guarantee : what the certificate covers (README, "Which guarantee a release carries"):
         "exact" — the release is an exact draw of the distribution the certificate is
         proven for (conjugate models; GLMs with backend="exact"); "algorithm" — the
@@ -70,8 +76,11 @@ class PrivateSample:
         failures of total probability tau, (eps + log(1/(1 - tau)), delta + tau)-DP
         whenever the never-failing mechanism is (eps, delta)-DP; the accountant and the
         ledger do this for you (docs/accounting.md §8).
+    posterior : method "noise-aware" only: the :class:`privbayes.PrivatePosterior` the
+        draws come from (public: a function of the released noisy statistic); else None.
 
-    No data statistic and no exact posterior is stored.
+    No data statistic and no exact posterior is stored (the noise-aware posterior is
+    computed from the noisy statistic alone).
     """
 
     value: Any
@@ -87,8 +96,13 @@ class PrivateSample:
     size: int | None = None
     guarantee: str = "exact"
     tv: float = 0.0
-    # rdp() is size x calibration.rdp(), exact and rounded up (the accountant relies on it)
-    _rdp_is_size_times_calibration: ClassVar[bool] = True
+    posterior: Any = field(default=None, repr=False)
+
+    @property
+    def _rdp_is_size_times_calibration(self) -> bool:
+        """rdp() is size x calibration.rdp(), exact and rounded up (the accountant relies on
+        it); not for method "noise-aware", whose k draws are one release."""
+        return self.method != "noise-aware"
 
     @property
     def t(self) -> float | None:
@@ -99,9 +113,12 @@ class PrivateSample:
         """Certified eps of this release's mechanism at other ``orders`` (>= 1 or inf).
 
         Returns an array shaped like ``orders``; ``inf`` where no finite bound exists.
-        With ``size=k`` it is the composed curve, k times one draw's curve. Compose releases
-        by adding curves at equal orders.
+        With ``size=k`` it is the composed curve, k times one draw's curve (method
+        "noise-aware": the one release's curve, whatever k). Compose releases by adding
+        curves at equal orders.
         """
+        if self.method == "noise-aware":
+            return self.calibration.rdp(orders)
         return _composed_rdp(self.calibration, self.size, orders)
 
 
@@ -186,6 +203,56 @@ def _check_ledger(ledger, dataset) -> None:
         raise ValueError("a ledger needs dataset='name' (the budget to charge)")
 
 
+def _check_dataset(ledger, dataset) -> None:
+    """The ledger has a budget for ``dataset`` (LedgerError otherwise), checked before the
+    data are read; the charge checks it again under the write lock."""
+    if ledger is not None and hasattr(ledger, "budget"):
+        ledger.budget(dataset)
+
+
+def _check_call_options(model, method: str, progressbar, on_bad_diagnostics) -> None:
+    """sample()'s options that do not apply to ``model`` are refused before anything is
+    read or charged: progressbar (GLM backend="pymc" only), on_bad_diagnostics="warn" (the
+    MCMC back-ends only), and the model's own (a GLM's radius with a method other than
+    OPS)."""
+    check_bool(progressbar, "progressbar")
+    if on_bad_diagnostics not in ("raise", "warn"):
+        raise ValueError(
+            f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
+        )
+    check = getattr(model, "_check_call", None)
+    if check is not None:
+        check(method, progressbar=bool(progressbar), on_bad_diagnostics=on_bad_diagnostics)
+        return
+    name = type(model).__name__
+    if progressbar:
+        raise ValueError(
+            f"progressbar=True does not apply to {name}: it is an option of the GLMs' "
+            "backend='pymc' only (no other release has a progress bar)"
+        )
+    if on_bad_diagnostics == "warn":
+        raise ValueError(
+            f"on_bad_diagnostics='warn' does not apply to {name}: its release is an exact "
+            "draw, with no MCMC diagnostics (the option belongs to the GLMs' backend='imh' "
+            "and 'pymc')"
+        )
+
+
+def _interrupted(model, ledger, dataset, charge_id, detail: str) -> str:
+    """The one-line message of a release interrupted while it sampled."""
+    backend = getattr(model, "backend", None)
+    where = f" (backend={backend!r})" if backend else ""
+    if ledger is not None:
+        charge = f" #{charge_id}" if isinstance(charge_id, int) else ""
+        kept = f"its ledger charge{charge} to {dataset!r} stays"
+    else:
+        kept = "the default accountant keeps its record of the call"
+    return (
+        f"the release was interrupted while sampling{where}: nothing was released{detail}; "
+        f"{kept}, as the sampler had read the data"
+    )
+
+
 def _open_ledger(ledger):
     """(Ledger or None, whether to close it after the call) from a ``ledger`` argument:
     None, a path (str or os.PathLike) of an existing ledger — opened with
@@ -200,6 +267,93 @@ def _open_ledger(ledger):
     if hasattr(ledger, "charge"):
         return ledger, False
     raise TypeError(f"ledger must be None, a path or a privbayes Ledger; got {ledger!r}")
+
+
+# Seed material used by this process's releases: a digest of each seeded generator's state
+# at the moment of its draw. Same seed -> same release is kept (reproducibility, and
+# scikit-learn's idempotence checks); a second release from the same state is never
+# silent (SharedRandomnessWarning). Fresh OS entropy (rng=None) is not recorded. The record
+# is per process: a child process (a joblib worker of cross_val_score(..., n_jobs=2)) cannot
+# see its siblings' releases, so there every seeded release warns.
+_USED_STATES: set[bytes] = set()
+_USED_LOCK = threading.Lock()
+
+_REPEATED = (
+    "this release draws its noise from the same random state as an earlier release "
+    "in this process (the same int seed, or a copy of one Generator or RandomState, "
+    "e.g. made by sklearn's clone): the two releases share their noise, and their "
+    "composition is NOT covered by the certificates charged for them (each was "
+    "charged as an independent release). For independent releases pass rng=None / "
+    "random_state=None (fresh OS entropy), or a different seed per release; "
+    "re-running one release on the same data and settings only reproduces it "
+    "(docs/privacy.md §7)"
+)
+_IN_CHILD = (
+    "this release draws its noise from a fixed seed (an int, a RandomState or a "
+    "Generator) in a child process (e.g. a joblib worker of cross_val_score or "
+    "GridSearchCV with n_jobs > 1): privbayes' record of seeds is per process and cannot "
+    "see the releases of other workers or of the parent. Parallel fits given one fixed "
+    "random_state share their noise, and their composition is NOT covered by the "
+    "certificates charged for them (each was charged as an independent release); the "
+    "parent's default_accountant() does not see this release either (a ledger does). "
+    "For independent releases pass rng=None / random_state=None (fresh OS entropy) "
+    "(docs/privacy.md §7)"
+)
+
+
+def _in_child_process() -> bool:
+    """Whether this process was started by another one through multiprocessing (loky,
+    joblib's default process back-end, included): its record of seeds and its default
+    accountant see its own releases only."""
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
+
+
+def _digest(obj, h) -> None:
+    """Feed a bit generator's state (dicts, ints, strings, arrays) to the hash ``h``."""
+    if isinstance(obj, dict):
+        h.update(b"{")
+        for key in sorted(obj, key=str):
+            _digest(key, h)
+            _digest(obj[key], h)
+        h.update(b"}")
+    elif isinstance(obj, np.ndarray):
+        h.update(f"a{obj.dtype.str}{obj.shape}:".encode())
+        h.update(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, list | tuple):
+        h.update(b"[")
+        for item in obj:
+            _digest(item, h)
+        h.update(b"]")
+    else:
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+
+
+def _state_digest(generator: np.random.Generator) -> bytes | None:
+    """16-byte digest of the generator's bit-generator state (None if it has none)."""
+    try:
+        state = generator.bit_generator.state
+    except (AttributeError, TypeError, ValueError):
+        return None
+    h = hashlib.blake2b(digest_size=16)
+    _digest(state, h)
+    return h.digest()
+
+
+def _note_seed(rng, generator: np.random.Generator) -> None:
+    """Record the seed material of a release about to draw; warn if an earlier release of
+    this process drew from the same state (it would replay the same noise), and warn for
+    every seeded release of a child process, whose record misses its siblings' releases."""
+    if rng is None:  # fresh OS entropy: never shared
+        return
+    key = _state_digest(generator)
+    with _USED_LOCK:
+        seen = key is not None and key in _USED_STATES
+        if key is not None:
+            _USED_STATES.add(key)
+    if seen or _in_child_process():
+        warnings.warn(_REPEATED if seen else _IN_CHILD, SharedRandomnessWarning, stacklevel=4)
 
 
 def _release(
@@ -240,12 +394,21 @@ def _release(
     if d is not None:
         tv = guarded(lambda: model._check_release(n, d, cal, size), model, n, lam, target, method)
     charge = _Charge(cal, size, tv)
+    charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made
-        ledger.charge(dataset, charge, note=note)
+        charge_id = ledger.charge(dataset, charge, note=note)
     # every release of this process is composed into the default accountant, before the
     # draw: a call that then fails has still read the data (docs/accounting.md §6)
     default_accountant().compose(charge)
-    value, log_value, diag = model._draw(stats, cal, generator, size=size, **options)
+    _note_seed(rng, generator)  # right before the draw: a refused call used no noise
+    try:
+        value, log_value, diag = model._draw(stats, cal, generator, size=size, **options)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C while sampling (e.g. PyMC's partial trace, caught by its back-end): no
+        # value leaves the call; the charge stays, the data have been read
+        detail = f" ({exc})" if str(exc) else ""
+        message = _interrupted(model, ledger, dataset, charge_id, detail)
+        raise ReleaseInterrupted(message) from None
     finish = getattr(model, "_released", None)  # e.g. an intercept weight -> the bias
     if finish is not None:
         value = finish(value)
@@ -304,23 +467,37 @@ def sample(
     method : "diffused" (default; tempers the likelihood by r), "concentrated" (prior
         counts 1/m times) or "direct" (the plain posterior; conjugate models: only for
         lam < 1 + min(alpha)). Logistic regression also takes "ops" (One Posterior Sample).
+        "noise-aware" (conjugate models and MeanQuery): the sufficient statistic is
+        released once with discrete Gaussian noise and ``size`` draws come from the
+        posterior given it (:func:`privbayes.posterior`), charged once; ``posterior`` holds
+        that posterior, ``r`` and ``m`` are 1.
     size : None (one draw) or k >= 1: k independent draws, each calibrated to (lam, eps/k)
         so that their composition is (lam, eps)-RDP (RDP adds at a fixed order). ``value``
         then has a leading axis of length k, ``eps`` and ``rdp()`` are the composed ones,
         and ``calibration`` is the per-draw certificate.
-    rng : None (fresh OS entropy), an int seed, or a numpy Generator.
-    progressbar : GLM with backend="pymc" only: show NUTS's progress bar (the IMH back-end
-        has none).
-    on_bad_diagnostics : GLM only: "raise" (default) raises ConvergenceError when the
-        diagnostics fail (R-hat > 1.01 or undefined, a divergence, ...); "warn" warns and
-        releases a run that narrowly failed — never one whose chains did not move.
+    rng : None (fresh OS entropy, the default), an int seed, or a numpy Generator. A seed
+        makes the release reproducible: the same call on the same data gives the same draw.
+        A second release of this process from the same seed (or from a Generator in the
+        same state, e.g. a copy) replays the same noise, which the certificates do not
+        cover: it warns :class:`privbayes.SharedRandomnessWarning`, and so does every
+        seeded release in a child process (a joblib worker), whose record of seeds cannot
+        see the other processes' releases (docs/privacy.md §7).
+    progressbar : GLM with backend="pymc" only: show NUTS's progress bar; True with any
+        other model or back-end (auto included) raises ValueError.
+    on_bad_diagnostics : GLM with backend="imh" or "pymc" only: "raise" (default) raises
+        ConvergenceError when the diagnostics fail (R-hat > 1.01 or undefined, a
+        divergence, ...); "warn" warns and releases a run that narrowly failed — never one
+        whose chains did not move. "warn" with a release that has no diagnostics (the
+        conjugate models, backend "exact", "langevin", "auto") raises ValueError.
     column : conjugate models only: the column of a table ``data`` to use (a name), or a
         list of names (one-hot columns of DirichletCategorical); a one-column table needs
         none. Error messages name it.
     ledger, dataset, note : a :class:`privbayes.Ledger` (or the path, str or os.PathLike,
         of an existing one, opened for this call; a missing file is a LedgerError) and the
-        budget name to charge. The mechanism's whole RDP curve is charged *before*
-        sampling; BudgetExceededError means nothing was released. A GLM run that then
+        budget name to charge (a name without a budget is a LedgerError, raised before
+        the data are read). The mechanism's whole RDP curve is charged *before* sampling;
+        BudgetExceededError means nothing was released (also when the exact back-end's
+        delta_f, added to delta, is not below the budget's delta). A GLM run that then
         fails its diagnostics keeps its charge (the chains did read the data:
         docs/privacy.md §6); settings that can never pass are refused when the model is
         built, before any charge.
@@ -331,22 +508,35 @@ def sample(
 
     Raises
     ------
-    ValueError / TypeError naming the argument for bad data or arguments (DataError, a
-    ValueError, for records outside the domain or NaN: column, count, first row);
-    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified. Errors of a
-    Dask engine (e.g. ``distributed.KilledWorker``) propagate; all of them are raised
-    before anything is charged or released.
+    ValueError / TypeError naming the argument for bad arguments, wrong shapes and options
+    that do not apply to the model, its back-end or the method (e.g. ``radius`` without
+    method="ops", ``progressbar`` without backend="pymc"); DataError, a ValueError, for
+    records outside the domain or NaN/inf, for every model and input type, in memory or
+    Dask (column, rule, count, first row: the same attributes either way);
+    InfeasiblePrivacyError (a ValueError) when (lam, eps) cannot be certified; LedgerError
+    for a ledger that cannot be used or has no budget for ``dataset``. Errors of a Dask
+    engine (e.g. ``distributed.KilledWorker``) propagate; all of them are raised before
+    anything is charged or released. :class:`privbayes.errors.ReleaseInterrupted` (a
+    KeyboardInterrupt) when the call is interrupted (Ctrl-C) while it samples: nothing is
+    released, and the charge made before sampling stays (the sampler had read the data).
 
     Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
     """
+    if method == "noise-aware":  # one noisy statistic, then draws from the posterior
+        from .posterior.release import noise_aware_sample
+
+        check_bool(progressbar, "progressbar")
+        if progressbar:
+            raise ValueError("progressbar=True does not apply to method='noise-aware'")
+        return noise_aware_sample(
+            model, data, lam, eps, size=size, rng=rng, on_bad_diagnostics=on_bad_diagnostics,
+            ledger=ledger, dataset=dataset, note=note, column=column,
+        )  # fmt: skip
     _check_model(model)
     lam, eps = check_lam(lam), check_eps(eps)
     check_method(method, getattr(model, "methods", CONJUGATE_METHODS))
-    if on_bad_diagnostics not in ("raise", "warn"):
-        raise ValueError(
-            f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
-        )
+    _check_call_options(model, method, progressbar, on_bad_diagnostics)
     _check_ledger(ledger, dataset)
     size = _check_size(size, model)
     if column is not None and not hasattr(model, "_data_chunk"):
@@ -356,6 +546,7 @@ def sample(
         )
     ledger, close = _open_ledger(ledger)  # a path: opened (and checked) before the data
     try:
+        _check_dataset(ledger, dataset)
         if column is not None:
             stats, n = statistics(model, data, column=column)
         else:
@@ -416,7 +607,9 @@ def release_query(
 
     Returns PrivateSample whose ``value`` estimates the mean of ``values`` (``log_value``:
     (log rho, log(1 - rho))).
-    Raises ValueError naming the first offending index, InfeasiblePrivacyError.
+    Raises DataError (a ValueError) naming the first offending index, ValueError/TypeError
+    for bad arguments, InfeasiblePrivacyError, LedgerError (e.g. ``dataset`` has no
+    budget, before the data are read), BudgetExceededError.
     Source: paper §3 (statistical queries), docs/background.md §3.
     """
     lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
@@ -425,6 +618,7 @@ def release_query(
     model = MeanQuery(alpha, beta, clip=clip)
     ledger, close = _open_ledger(ledger)  # a path: opened (and checked) before the data
     try:
+        _check_dataset(ledger, dataset)
         counts, n = statistics(model, values, column=column, name="values")
         return _release(
             model,

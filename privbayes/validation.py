@@ -109,17 +109,34 @@ def check_bool(value, name: str) -> bool:
 
 def as_numeric_array(data, name: str = "data") -> np.ndarray:
     """Data as a float array (bools as 0/1); strings, objects and complex numbers are
-    refused, and so are NaN/inf. Accepts what :func:`privbayes.data.as_array` accepts
-    (NumPy, lists, pandas, polars, pyarrow, scipy.sparse); Dask collections are refused
-    with a pointer to the models that reduce them in the engine (docs/data.md)."""
-    from .data import as_array
+    refused, and so are NaN/inf (privbayes.DataError, a ValueError: column ``name``, rule
+    "finite", the rows with one, the first row and its entry). Accepts what
+    :func:`privbayes.data.as_array` accepts (NumPy, lists, pandas, polars, pyarrow,
+    scipy.sparse); Dask collections are refused with a pointer to the models that reduce
+    them in the engine (docs/data.md)."""
+    from .data import DataError, as_array
 
     arr = as_array(data, name)
     bad = np.flatnonzero(~np.isfinite(arr.ravel()))
     if bad.size:
         idx = np.unravel_index(int(bad[0]), arr.shape)
-        where = idx[0] if len(idx) == 1 else tuple(int(i) for i in idx)
-        raise ValueError(f"{name} must be finite; {name}[{where}] = {float(arr[idx])!r}")
+        cell = f"{name}[{', '.join(str(int(i)) for i in idx)}]" if idx else name
+        finite = (
+            np.isfinite(arr)
+            if arr.ndim <= 1
+            else np.isfinite(arr).all(axis=tuple(range(1, arr.ndim)))
+        )
+        count = int(np.count_nonzero(~finite))  # rows (records) with a non-finite entry
+        value = float(arr[idx])
+        raise DataError(
+            f"{name} must be finite; {cell} = {value!r} ({count} row(s) with NaN, "
+            "inf or a missing value)",
+            column=name,
+            rule="finite",
+            count=count,
+            index=int(idx[0]) if idx else 0,
+            value=value,
+        )
     return arr
 
 

@@ -236,7 +236,7 @@ def _generic_bad_data(entry, good):
         xn = x.copy()
         xn[1, 0] = np.nan
         return [
-            ((xn, y), ValueError, r"X must be finite; X\[\(1, 0\)\] = nan"),
+            ((xn, y), pb.DataError, r"X must be finite; X\[1, 0\] = nan \(1 row"),
             ((x[:, 0], y), ValueError, "2-D"),
             ((x.astype(str), y), TypeError, "dtype"),
         ]

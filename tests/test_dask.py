@@ -125,6 +125,39 @@ def test_bad_rows_in_one_partition_are_reported_and_nothing_is_charged(client, t
     ledger.close()
 
 
+def test_csv_files_on_worker_processes(client, tmp_path):
+    """CSV globs are read and checked on the workers, one partition per file: the release is
+    the in-memory draw, and a file that breaks the rules (a longer first record, which
+    pandas read by shifting every value) is refused on the client by its CSVError, which
+    travelled pickled from the worker, before anything is charged."""
+    cols = _data()
+    frame = pd.DataFrame({"bit": cols["bit"].astype(int), "x": cols["x"]})
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for i, start in enumerate(range(0, N, 7_000)):
+        frame.iloc[start : start + 7_000].to_csv(folder / f"p{i}.csv", index=False)
+    table = pb.data.read(str(folder / "*.csv"))
+    assert table.npartitions == 3
+    for model, col in MODELS[::3]:
+        got = pb.sample(model, table, 2.0, 0.5, rng=3, column=col)
+        want = pb.sample(model, cols[col], 2.0, 0.5, rng=3)
+        assert np.array_equal(got.value, want.value) and got.n == N
+    with open(folder / "p2.csv") as fh:
+        lines = fh.read().split("\n")
+    lines[1] += ",0"  # the first record of the last file, one field longer
+    (folder / "p2.csv").write_text("\n".join(lines))
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.init_budget("d", 10.0, 1e-6)
+    before = np.array(default_accountant().rdp)
+    with pytest.raises(pb.data.CSVError, match=r"line 2 of .*p2.csv has 3 fields") as err:
+        pb.sample(pb.BetaBernoulli(), pb.data.read(str(folder / "*.csv")), 2.0, 0.5,
+                  column="bit", ledger=ledger, dataset="d")  # fmt: skip
+    assert (err.value.path, err.value.line) == (str(folder / "p2.csv"), 2)
+    assert ledger.status("d")[0]["charges"] == [] and ledger.spent("d") == 0
+    assert np.array_equal(default_accountant().rdp, before)
+    ledger.close()
+
+
 def _die_once(block, marker, client_pid):
     """Kill this worker process the first time any task runs it (a crash mid-pass)."""
     if os.getpid() == client_pid:  # never the test process (e.g. dask's meta inference)

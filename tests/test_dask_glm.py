@@ -80,8 +80,8 @@ def test_exact_internals_agree_with_numpy(client):
     u = (xa * ya[:, None]).astype(np.longdouble)
     s = 1.0 / (1.0 + np.exp(u @ w.astype(np.longdouble)))
     _close(-r * (u * s[:, None]).sum(axis=0) + p * w, g2, 1e-12)
-    step, ts = 0.1 * w, np.array([1.0, 0.37])
-    _close(mem.line_values(z, step, ts), dsk.line_values(zd, step, ts))
+    steps = np.stack([0.1 * w, -0.037 * w], axis=1)  # the fit's line-search candidates
+    _close(mem.loglik_diffs(z, mem.base(z), [steps])[0], dsk.loglik_diffs(zd, None, [steps])[0])
     # the warm subsample
     _close(mem.subsample(50_000).grad_hess(w)[1], dsk.subsample(50_000).grad_hess(w)[1])
     # the certified Newton point and proposal log-likelihoods
@@ -169,8 +169,8 @@ def test_bad_rows_inside_a_partition_charge_nothing(client, tmp_path):
 
     xb = x.copy()
     xb[[12_345, 17_000], 1] = [np.nan, np.inf]
-    err = refused(xb, y, r"must be finite; \(X, y\)\[12345, 1\] = nan \(2 row")
-    assert isinstance(err, pb.DataError) and (err.count, err.index) == (2, 12_345)
+    err = refused(xb, y, r"X must be finite; X\[12345, 1\] = nan \(2 row")
+    assert isinstance(err, pb.DataError) and (err.column, err.count, err.index) == ("X", 2, 12_345)
     yb = y.copy()
     yb[[9_999, 15_000]] = 2.0
     err = refused(x, yb, r"y must hold labels in \{0, 1\} or \{-1, \+1\}; y\[9999\] = 2.0 \(2 row")
@@ -178,7 +178,8 @@ def test_bad_rows_inside_a_partition_charge_nothing(client, tmp_path):
     yb = y.copy()
     yb[y == 0] = -1.0
     yb[4] = 0.0
-    refused(x, yb, r"mixes 0 \(1 row\(s\)\) and -1")
+    err = refused(x, yb, r"holds both 0 \(the first at y\[4\]\) and -1 \(the first at y\[0\]\)")
+    assert "row(s)" not in str(err) and err.count is None
     xb = x.copy()
     xb[[6_002, 6_003, 19_000]] = 0.8
     err = refused(xb, y, r"3 row\(s\) of X have norm > c = 1 \(first: X\[6002\]\)")
@@ -200,8 +201,9 @@ def test_refusals(client):
 
 
 def test_passes_per_backend_are_public(client):
-    """The exact back-end's passes (docs/data.md §7): 2 per Newton step, 1 for the
-    certificate, and one per group of 32 proposal batches."""
+    """The exact back-end's passes (docs/data.md §7): 2 per Newton step (the gradient and
+    Hessian, then the step's candidates), 1 for the certificate, and one per group of 32
+    proposal batches; the number of steps is the certified fit's (private)."""
     x, y = _data(9, n=3_000)
     model = pb.BayesianLogisticRegression(beta=BETA, c=1.0, backend="exact")
     (rows, _), n = model._statistics(_dask(x, y, 1_000))
@@ -209,10 +211,11 @@ def test_passes_per_backend_are_public(client):
     real = rows.reduce
     rows.reduce = lambda *a: calls.append(a[0].__name__) or real(*a)  # type: ignore[method-assign]
     cal = pb.calibrate(model, n, 2.0, 0.5, "diffused")
-    exact.release_draw(model, (rows, None), cal, np.random.default_rng(0))
-    steps = exact.WARM_ITERATIONS + exact.FIT_ITERATIONS  # n <= 50,000: no subsample
-    assert calls.count("_gh_chunk") == steps + 1 and calls.count("_line_chunk") == steps
-    assert calls.count("_loglik_chunk") == 1
+    _, dg = exact.release_draw(model, (rows, None), cal, np.random.default_rng(0))
+    steps = dg["newton_steps"]  # n <= 50,000: no subsample
+    assert 1 <= steps <= dg["public"]["newton_step_bound"]
+    assert calls.count("_gh_chunk") == steps + 1
+    assert calls.count("_loglik_chunk") == steps + 1  # the steps, then one proposal pass
 
 
 def _die_once(u, marker, client_pid, w, r):
@@ -259,8 +262,11 @@ def test_estimator_fit_on_dask_inputs_is_the_in_memory_fit(client, tmp_path):
         _close(est.intercept_, mem.intercept_, 1e-8)
         assert est.n_features_in_ == D and list(est.classes_) == labels
     x, y = _data()
-    with pytest.raises(ValueError, match="public class list"):
-        pb.PrivateLogisticRegression(eps=1.0).fit(*_dask(x * 0.85, y))
+    # the default class set [0, 1] is public too: the same fit as the declared one
+    default = pb.PrivateLogisticRegression(eps=1.0, random_state=6).fit(*_dask(x * 0.85, y))
+    declared = pb.PrivateLogisticRegression(eps=1.0, random_state=6, classes=[0, 1])
+    _close(default.coef_, declared.fit(*_dask(x * 0.85, y)).coef_, 0.0)
+    assert list(default.classes_) == [0, 1]
     path = tmp_path / "l.sqlite"
     Ledger.create(path, "d", 50.0, 1e-6).close()
     y_bad = y.copy()

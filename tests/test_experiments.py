@@ -124,6 +124,27 @@ def test_vectorised_gamma_and_normal_releases_are_the_library_release(method):
         assert ours[0] == lib.value and cal.eps == lib.eps
 
 
+def test_noise_aware_quick(tmp_path):
+    """The noise-aware study end to end (its Adult design only where the files are)."""
+    stdout = _run("noise_aware.py", tmp_path)
+    rows = _check_outputs(
+        tmp_path,
+        "noise_aware",
+        "design model quantity truth n lam eps method k trials coverage width error".split(),
+        {"noise-aware", "naive", "diffused", "concentrated", "non-private"},
+    )
+    designs = {r["design"] for r in rows}
+    assert {"grid", "calibration"} <= designs and (("adult" in designs) == ADULT)
+    if not ADULT:
+        assert "Adult files not found" in stdout
+    for r in rows:
+        if r["coverage"] not in ("", "nan"):
+            assert 0 <= float(r["coverage"]) <= 1
+        assert float(r["error"]) >= 0
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "**Width**" in report and "**Calibration**" in report and "Discussion" in report
+
+
 @pytest.mark.skipif(not ADULT, reason="Adult files not available (see data/README.md)")
 def test_statistical_query_quick(tmp_path):
     _run("statistical_query.py", tmp_path)

@@ -266,9 +266,9 @@ def test_audit_at_the_worst_pair_reaches_a_fraction_of_the_certificate(method):
 
 def test_max_count_and_clip_messages():
     for bad in (-1, 0, 2**60):
-        with pytest.raises(ValueError, match=r"max_count must be an integer in \[1, 2\*\*53\]"):
+        with pytest.raises(ValueError, match=r"max_count must be an integer in \[1, 2\*\*53 - 1\]"):
             GammaPoisson(1.0, 1.0, bad)
-    with pytest.raises(TypeError, match=r"max_count must be an integer in \[1, 2\*\*53\]"):
+    with pytest.raises(TypeError, match=r"max_count must be an integer in \[1, 2\*\*53 - 1\]"):
         GammaPoisson(1.0, 1.0, 2.5)
     for counts in ([-1.0, 1.0], [2.5, 1.0]):
         with pytest.raises(pb.DataError, match="clip=True only lowers counts above max_count"):
@@ -276,3 +276,14 @@ def test_max_count_and_clip_messages():
         with pytest.raises(pb.DataError) as err:
             pb.sample(GammaPoisson(1.0, 1.0, 5), np.array(counts), 2.0, 1.0)
         assert "clip=True" not in str(err.value)
+
+
+def test_counts_above_2_to_the_53_are_never_rounded_into_the_domain():
+    """An int64 count 2**53 + 1 becomes the float 2**53; with max_count = 2**53 allowed it
+    passed the domain check as an implicit clip. max_count < 2**53: every such count is a
+    float >= 2**53 > max_count, refused."""
+    with pytest.raises(ValueError, match=r"2\*\*53 - 1"):
+        pb.GammaPoisson(1.0, 1.0, max_count=2**53)
+    model = pb.GammaPoisson(1.0, 1.0, max_count=2**53 - 1)
+    with pytest.raises(pb.DataError):
+        pb.sample(model, np.array([2**53 + 1], dtype=np.int64), 2.0, 1.0, rng=0)

@@ -345,14 +345,26 @@ def test_budget_against_the_binomial_tail():
 
 
 def test_same_seed_same_draws_and_a_fixed_number_of_proposals(monkeypatch):
-    evaluated = []
+    """The proposals are a public number in public batches whatever the data; only the
+    certified fit's step count (running time) depends on the data."""
+    evaluated, in_fit = [], [False]
     real = X._Problem.loglik_diff
+    real_fit = X.certified_fit
 
     def counting(self, z0, sp0, vt):
-        evaluated.append(vt.shape[1])
+        if not in_fit[0]:
+            evaluated.append(vt.shape[1])
         return real(self, z0, sp0, vt)
 
+    def fitting(*args):
+        in_fit[0] = True
+        try:
+            return real_fit(*args)
+        finally:
+            in_fit[0] = False
+
     monkeypatch.setattr(X._Problem, "loglik_diff", counting)
+    monkeypatch.setattr(X, "certified_fit", fitting)
     model = BayesianLogisticRegression(beta=0.01, backend="exact")
     a = pb.sample(model, _toy(300, 3, seed=1), 2.0, 4.0, size=4, rng=5)
     count_a = list(evaluated)
@@ -365,6 +377,7 @@ def test_same_seed_same_draws_and_a_fixed_number_of_proposals(monkeypatch):
     c = pb.sample(model, (x2, np.ones(300)), 2.0, 4.0, size=4, rng=6)
     assert evaluated == count_a and sum(count_a) == a.diagnostics["public"]["proposals"]
     assert c.diagnostics["public"] == a.diagnostics["public"]
+    assert "newton_steps" not in a.diagnostics["public"]  # data-dependent: private
 
 
 def test_exact_feasibility_is_public_and_refuses_before_the_data(monkeypatch):

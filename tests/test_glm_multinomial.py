@@ -327,7 +327,9 @@ def test_estimator_multiclass_conventions_and_one_code_path():
     x, y = _data(n=300, d=3, k=4, seed=3)
     x = x * 0.9  # inside sqrt(1 - 0.5^2), the intercept's share of c
     names = np.array(["a", "b", "c", "d"])[y]
-    est = pb.PrivateLogisticRegression(eps=4.0, n_samples=2, random_state=5).fit(x, names)
+    est = pb.PrivateLogisticRegression(
+        eps=4.0, n_samples=2, random_state=5, fit_intercept=True, classes=["a", "b", "c", "d"]
+    ).fit(x, names)
     assert list(est.classes_) == ["a", "b", "c", "d"]
     assert est.coef_.shape == (4, 3) and est.intercept_.shape == (4,)
     assert est.samples_.shape == (2, 4, 4)
@@ -409,16 +411,17 @@ def test_langevin_certificate_bounds_the_exact_law_of_the_output():
 
 def test_estimator_public_classes():
     """classes= fixes K in advance: a class absent from y is fine (K stays public), a label
-    outside the list is refused."""
+    outside the list is refused (by position); the default is the binary [0, 1], never
+    the labels found in y."""
     x, y = _data(n=200, d=2, k=4, seed=4)
     x = x * 0.9
     y = np.where(y == 3, 2, y)  # class 3 absent from the data
     est = pb.PrivateLogisticRegression(eps=4.0, random_state=0, classes=[0, 1, 2, 3]).fit(x, y)
     assert list(est.classes_) == [0, 1, 2, 3] and est.coef_.shape == (4, 2)
     assert est.predict_proba(x).shape == (200, 4)
-    default = pb.PrivateLogisticRegression(eps=4.0, random_state=0).fit(x, y)
-    assert default.coef_.shape == (3, 2)  # scikit-learn's convention: the labels in y
-    with pytest.raises(ValueError, match=r"y\[\d+\] = 2 is not one of classes"):
+    with pytest.raises(pb.DataError, match=r"classes=\[0, 1\] \(the default\): y\[\d+\] is"):
+        pb.PrivateLogisticRegression(eps=4.0, random_state=0).fit(x, y)  # K not read off y
+    with pytest.raises(pb.DataError, match=r"y\[\d+\] is not one of them"):
         pb.PrivateLogisticRegression(classes=[0, 1]).fit(x, y)
     two = pb.PrivateLogisticRegression(eps=4.0, random_state=0, classes=[0, 1])
     assert two.fit(x[y < 2], y[y < 2]).coef_.shape == (1, 2)

@@ -152,6 +152,7 @@ def test_t_property():
     X, y = _toy()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", pb.SharedRandomnessWarning)  # rng=0 again, above
         rel = pb.sample(BayesianLogisticRegression(beta=0.5), (X, y), 2.0, 1.0, "ops", rng=0)
     assert rel.t == rel.r == rel.calibration.t
     with pytest.raises((AttributeError, TypeError)):  # read-only (frozen, slots)

@@ -149,15 +149,19 @@ def test_closed_form_calibration_and_infeasible_orders():
 @pytest.mark.parametrize(
     "data,exc,match",
     [
-        ((np.array([[0.1, np.nan]]), np.array([1.0])), ValueError, "X must be finite"),
-        ((np.ones((3, 1)) * 0.5, np.array([0.0, 1.0, 2.0])), ValueError, r"y\[2\] = 2"),
-        ((np.ones((3, 1)) * 0.5, np.array([-1.0, 0.0, 1.0])), ValueError, r"y\[1\] = 0"),
+        ((np.array([[0.1, np.nan]]), np.array([1.0])), pb.DataError, r"X must be finite"),
+        ((np.ones((3, 1)) * 0.5, np.array([0.0, 1.0, 2.0])), pb.DataError, r"y\[2\] = 2"),
+        (
+            (np.ones((3, 1)) * 0.5, np.array([-1.0, 0.0, 1.0])),
+            pb.DataError,
+            r"holds both 0 \(the first at y\[1\]\) and -1 \(the first at y\[0\]\)",
+        ),
         ((np.ones((3, 0)), np.array([0.0, 1.0, 1.0])), ValueError, "d = 0"),
         ((np.ones((0, 2)), np.array([])), ValueError, "n = 0"),
         (
             (np.array([[0.6, 0.8], [0.1, 0.1], [3.0, 0.0]]), np.ones(3)),
-            ValueError,
-            r"1 row\(s\) of X have norm > c = 1 \(first: 2\)",
+            pb.DataError,
+            r"1 row\(s\) of X have norm > c = 1 \(first: X\[2\]\)",
         ),
         ((np.ones((3, 1)) * 0.5, np.ones(2)), ValueError, "y must have shape"),
         ((np.ones((3, 1)) * 0.5,), TypeError, "tuple"),
@@ -249,7 +253,9 @@ def test_estimator_accepts_a_generator_and_names_the_intercept_bound():
     )
     assert est.fit(X, y).coef_.shape == (1, 2)
     with pytest.raises(ValueError, match="sqrt"):
-        pb.PrivateLogisticRegression().fit(pb.preprocessing.normalize_rows(X, 0.95), y)
+        pb.PrivateLogisticRegression(fit_intercept=True).fit(
+            pb.preprocessing.normalize_rows(X, 0.95), y
+        )
 
 
 def test_pymc_softmax_regression_matches_imh():

@@ -104,7 +104,9 @@ def test_release_carries_no_statistic_and_no_posterior():
         "size",
         "guarantee",
         "tv",
+        "posterior",  # None here; method="noise-aware": the posterior given the noisy statistic
     }
+    assert rel.posterior is None
     assert rel.guarantee == "exact" and rel.tv == 0.0
     assert rel.diagnostics is None  # exact sampling: nothing computed on the data
     assert not hasattr(rel, "__dict__")  # frozen dataclass with slots-like fields only
@@ -299,3 +301,39 @@ def test_a_bad_rng_is_refused_before_any_charge(tmp_path, rng):
         with pytest.raises((TypeError, ValueError), match="rng"):
             pb.sample(model, data, 2.0, 1.0, rng=rng, ledger=ledger, dataset="d")
     assert ledger.spent("d") == 0.0
+
+
+def test_public_ranges_and_scales_whose_width_overflows_are_refused():
+    """A public range or scale whose width or factor is not a finite normal number would
+    rescale every record to 0 (or inf) without a word; each is refused, naming the
+    arguments, before any data are read (the CLI's --low/--high and --scale: tests/cli)."""
+    X = np.full((3, 2), 0.1)
+    for bound, c in ((1e308, 1e-100), (1e-320, 1.0), (5e-324, 1e10)):
+        with pytest.raises(ValueError, match=r"c / bound = .* not a finite normal number"):
+            pb.preprocessing.scale_rows(X, bound, c)
+        with pytest.raises(ValueError, match="c / bound"):  # before X is read (refused too)
+            pb.preprocessing.scale_rows(np.full((3, 2), np.nan), bound, c)
+    np.testing.assert_array_equal(pb.preprocessing.scale_rows(X, 2.0, 1.0), X / 2)
+    # the models bound their own ranges so that widths and squares stay finite
+    with pytest.raises(ValueError, match=r"\|low\| <= 1e100"):
+        pb.NormalKnownVariance(0.0, 1.0, 1.0, -1e308, 1e308)
+    with pytest.raises(ValueError, match="max_count must be an integer in"):
+        pb.GammaPoisson(1.0, 1.0, 10**400)
+    with pytest.raises(ValueError, match=r"c must lie in \[1e-100, 1e100\]"):
+        pb.BayesianLogisticRegression(c=1e200)
+    with pytest.raises(ValueError, match=r"c must lie in \[1e-100, 1e100\]"):
+        pb.MultinomialLogisticRegression(c=1e200, n_classes=2)
+
+
+def test_clipped_and_normalised_rows_stay_within_c_at_extreme_scales():
+    """clip_rows multiplied by c / ||x||, subnormal for c = 1e-100 and rows near 1e220: the
+    clipped rows came out up to 2e-4 above c, and the model refused them."""
+    rng = np.random.default_rng(0)
+    for c, size in ((1e-100, 1e220), (1e100, 1e-300), (1.0, 1.0), (1e-100, 1e-100)):
+        X = rng.normal(size=(500, 3)) * size
+        model = pb.BayesianLogisticRegression(c=c)
+        for f in (pb.preprocessing.clip_rows, pb.preprocessing.normalize_rows):
+            norms = np.linalg.norm(f(X, c), axis=1)
+            assert (norms <= model._norm_threshold(3)).all(), (f.__name__, c, size)
+        norms = np.linalg.norm(pb.preprocessing.normalize_rows(X, c), axis=1)
+        np.testing.assert_allclose(norms, c, rtol=1e-15)

@@ -18,6 +18,7 @@ calibration of Gaussian noise: the peer that the count mechanisms are compared w
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -33,15 +34,18 @@ _RTOL = 1e-10  # relative precision of a knob search (in log knob)
 Curve = Callable[[np.ndarray], np.ndarray]
 
 
-def converted_eps(curve, delta: float) -> tuple[float, float]:
-    """(eps, order) of (eps, delta)-DP for one RDP curve, by privbayes' accountant.
+def converted_eps(curve, delta: float, count: int = 1) -> tuple[float, float]:
+    """(eps, order) of (eps, delta)-DP for ``count`` compositions of one RDP curve, by
+    privbayes' accountant.
 
     ``curve``: a function ``orders -> eps`` or anything with an ``rdp`` method (a release).
-    The accountant's default orders grid over (1, 1024] and inf, refined continuously; an
-    optimum at the end of the grid is still a valid (if slightly loose) bound, so the
-    accountant's OrdersWarning is silenced here.
+    The accountant's default orders grid over (1, 1024] and inf, refined continuously
+    (exactly for releases and partials of privbayes curves; from a fine grid fixed at
+    composition for other functions, docs/accounting.md §5); an optimum at the end of the
+    grid is still a valid (if slightly loose) bound, so the accountant's OrdersWarning is
+    silenced here.
     """
-    acc = RdpAccountant().compose(curve)
+    acc = RdpAccountant().compose(curve, count)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OrdersWarning)
         eps, lam = acc.get_epsilon_and_order(delta)
@@ -106,7 +110,7 @@ def max_rho(eps: float, delta: float) -> tuple[float, float, float]:
     """
     _check_target(eps, delta)
     # eps >= rho + 2 sqrt(rho log(1/delta)) - small terms: rho <= eps bounds it from above
-    return max_knob(lambda rho: lambda o: zcdp_rdp(o, rho), eps, delta, high=eps)
+    return max_knob(lambda rho: functools.partial(zcdp_rdp, rho=rho), eps, delta, high=eps)
 
 
 # -- the analytic Gaussian mechanism (Balle & Wang 2018) ---------------------------------

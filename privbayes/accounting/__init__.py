@@ -3,6 +3,7 @@ a durable ledger and the process-wide default accountant (docs/accounting.md).""
 
 from .accountant import DEFAULT_ORDERS, WIDE_ORDERS, OrdersWarning, RdpAccountant, rdp_to_dp
 from .curves import (
+    discrete_gaussian_rdp,
     gaussian_rdp,
     laplace_rdp,
     pure_dp_rdp,
@@ -19,6 +20,7 @@ __all__ = [
     "SharedAccountant",
     "WIDE_ORDERS",
     "default_accountant",
+    "discrete_gaussian_rdp",
     "gaussian_rdp",
     "laplace_rdp",
     "pure_dp_rdp",

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from .accountant import RdpAccountant, _check_tv
+from .accountant import RdpAccountant, _check_tv, _content, _release_part
 
 __all__ = ["SharedAccountant", "default_accountant", "reset_default_accountant"]
 
@@ -26,27 +26,45 @@ class SharedAccountant(RdpAccountant):
     ``compose`` evaluates the curve outside the lock (it may be slow) and adds it under the
     lock; the conversions (``get_epsilon``, ``get_epsilon_and_order``, ``get_delta``) and
     ``rdp`` read a consistent snapshot. ``releases`` counts the curves composed (with
-    their counts); ``reset()`` forgets everything.
+    their counts); ``reset()`` forgets everything. Copies and pickles get a fresh lock.
     """
 
     def __init__(self, orders=None) -> None:
         super().__init__(orders)
         self._lock = threading.Lock()
-        self._pending: dict[tuple, list] = {}  # _key(release) -> [its part, count]
+        self._pending: dict[tuple, list] = {}  # content key of a release -> [_Part, count]
+
+    def __getstate__(self) -> dict:
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]  # a lock cannot be copied; the copy gets its own
+        state["_pending"] = {k: list(v) for k, v in state["_pending"].items()}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._lock = threading.Lock()
 
     def compose(self, curve, count: int = 1) -> SharedAccountant:
         if getattr(curve, "_rdp_is_size_times_calibration", False):
-            # a privbayes release: kept as its (public) calibration and evaluated when the
-            # accountant is read, once per distinct calibration (a release costs O(1) here)
+            # a privbayes release: kept as its (public, immutable) calibration and evaluated
+            # when the accountant is read, once per distinct mechanism (O(1) here)
             if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
                 raise ValueError(f"count must be an integer >= 0; got {count!r}")
-            if count:
-                part = _Part(curve.calibration, curve.size, _check_tv(curve))  # no draws kept
-                with self._lock:
-                    entry = self._pending.setdefault(_key(part), [part, 0])
-                    entry[1] += int(count)
-                    self.releases += int(count)
-            return self
+            kept = _release_part(curve.calibration)
+            if kept is not None:
+                if count:
+                    key, cal = kept
+                    tv = _check_tv(curve)
+                    pkey = (key, curve.size, _content(tv))
+                    with self._lock:
+                        entry = self._pending.get(pkey)
+                        if entry is None:  # no draws kept
+                            self._pending[pkey] = [_Part(cal, curve.size, tv), int(count)]
+                        else:
+                            entry[1] += int(count)
+                        self.releases += int(count)
+                return self
         prepared = self._prepare(curve, count)  # validates; no state touched
         with self._lock:
             self._add(*prepared, count)
@@ -62,17 +80,9 @@ class SharedAccountant(RdpAccountant):
     def _snapshot(self) -> RdpAccountant:
         with self._lock:
             self._flush()
-            snap = RdpAccountant.__new__(RdpAccountant)
-            snap.orders = self.orders
-            snap._sum = self._sum.copy()
             if self._upper is None:
-                self._upper = self._sum.upper()
-            snap._upper = self._upper  # never mutated in place: composing replaces it
-            parts = self._parts
-            snap._parts = None if parts is None else {k: list(v) for k, v in parts.items()}
-            snap.releases = self.releases
-            snap._tv = self._tv
-            return snap
+                self._upper = self._sum.upper()  # never mutated in place: composing replaces it
+            return self._copy()
 
     def get_epsilon_and_order(self, delta, method="improved", refine=True):
         return self._snapshot().get_epsilon_and_order(delta, method, refine)
@@ -98,33 +108,18 @@ class SharedAccountant(RdpAccountant):
         self._lock = threading.Lock()  # a lock held by another thread at fork is never freed
 
 
-def _key(part) -> tuple:
-    """Releases of one mechanism share a key (and one evaluation of its curve): the same
-    model object (kept alive by the entry, so its id is not reused), n, method, knobs,
-    order, sampler settings, size and tv."""
-    c = part.calibration
-    sampler = getattr(c, "sampler", None)
-    return (
-        id(getattr(c, "model", c)),
-        getattr(c, "n", None),
-        getattr(c, "method", None),
-        getattr(c, "r", None),
-        getattr(c, "m", None),
-        getattr(c, "lam", None),
-        None if sampler is None else repr(sorted(sampler.items())),
-        part.size,
-        part.tv,
-    )
-
-
 class _Part:
-    """A release as the default accountant keeps it: its public calibration, size and tv."""
+    """A release as the default accountant keeps it: its public calibration (as kept by
+    the accountant: immutable), size and tv."""
 
     __slots__ = ("calibration", "size", "tv")
     _rdp_is_size_times_calibration = True
 
     def __init__(self, calibration, size, tv: float) -> None:
         self.calibration, self.size, self.tv = calibration, size, tv
+
+    def __reduce__(self):
+        return (_Part, (self.calibration, self.size, self.tv))
 
 
 _default: SharedAccountant | None = None

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BudgetExceededError, LedgerError
+from ..errors import BudgetExceededError, LedgerError, UnknownDatasetError
 from .accountant import (
     WIDE_ORDERS,
     OrdersWarning,
@@ -74,6 +74,9 @@ def _dumps(values) -> str:
 
 def _describe(charge) -> str:
     cal = getattr(charge, "calibration", charge)
+    describe = getattr(getattr(cal, "model", None), "_describe_charge", None)
+    if describe is not None and hasattr(cal, "method"):  # e.g. a noise-aware release
+        return describe(cal, getattr(charge, "size", None))
     if hasattr(cal, "method") and hasattr(cal, "model"):
         size = getattr(charge, "size", None)
         backend = getattr(cal.model, "backend", None)
@@ -342,11 +345,22 @@ class Ledger:
             "SELECT eps, delta, total, tv FROM budgets WHERE dataset=?", (dataset,)
         ).fetchone()
         if row is None:
-            raise KeyError(
-                f"no budget for dataset {dataset!r}; create it with Ledger.init_budget "
-                "or `privbayes budget init`"
-            )
+            raise self._unknown(dataset)
         return row[0], row[1], ExactSum.from_partials(json.loads(row[2])), Fraction(row[3])
+
+    def _unknown(self, dataset: str) -> UnknownDatasetError:
+        return UnknownDatasetError(
+            f"the ledger {self.path} has no budget for dataset {dataset!r}; create it with "
+            f"`privbayes budget init {dataset} --eps E --delta D --ledger {self.path}` "
+            "(Ledger.init_budget)",
+            dataset=dataset,
+        )
+
+    def budget(self, dataset: str) -> tuple[float, float]:
+        """The budget (eps, delta) of ``dataset``; LedgerError (UnknownDatasetError) when it
+        has none. A read without the write lock: :meth:`charge` checks again."""
+        eps, delta, _, _ = self._budget(_name(dataset))
+        return float(eps), float(delta)
 
     def _spent(
         self, total: ExactSum, delta: float, tv: Fraction = Fraction(0)
@@ -370,8 +384,10 @@ class Ledger:
         ``self.orders``) against ``dataset``; returns the charge id.
 
         Raises BudgetExceededError (writing nothing) when the composed (eps, delta) would
-        exceed the budget, KeyError when the data set has no budget, LedgerError when the
-        file cannot be written. Warns (OrdersWarning) when the best order of the
+        exceed the budget — also when the charges' total-variation allowances (the exact
+        back-end's delta_f per call) reach the budget's delta, which no eps can pay for —,
+        LedgerError when the data set has no budget (UnknownDatasetError, also a KeyError)
+        or the file cannot be written. Warns (OrdersWarning) when the best order of the
         conversion is an end of the ledger's grid (the spent eps may then be overstated).
         """
         dataset = _name(dataset)
@@ -396,6 +412,8 @@ class Ledger:
             eps_budget, delta, total, tv_total = self._budget(dataset)
             total.add(curve)
             tv_total += Fraction(tv)
+            if tv_total > 0 and not tv_total < Fraction(delta):
+                raise BudgetExceededError(self._tv_message(mechanism, dataset, tv, tv_total, delta))
             spent, order, at_edge = self._spent(total, delta, tv_total)
             if not spent <= eps_budget:
                 raise BudgetExceededError(
@@ -420,6 +438,25 @@ class Ledger:
             self._warn_edge(order)
         return int(cur.lastrowid)
 
+    @staticmethod
+    def _tv_message(mechanism: str, dataset: str, tv: float, tv_total: Fraction, delta) -> str:
+        """Why a charge with a failure allowance cannot fit: its tv is added to delta
+        (docs/accounting.md §8), so the allowances must stay below the budget's delta."""
+        what = (
+            f"charging {mechanism} to {dataset!r} would spend no finite eps: its failure "
+            f"allowance tv={tv:g} (the exact back-end's delta_f: the probability that the call "
+            "releases nothing, added to delta)"
+        )
+        if Fraction(tv) >= Fraction(delta):
+            return (
+                f"{what} is not below the budget's delta={delta:g}; delta_f must be below the "
+                f"budget's delta (the default is 1e-12); nothing was charged"
+            )
+        return (
+            f"{what} brings the charges' allowances to {float(tv_total):.6g}, not below the "
+            f"budget's delta={delta:g}: the budget's delta is spent; nothing was charged"
+        )
+
     def _warn_edge(self, order: float) -> None:
         fin = self.orders[np.isfinite(self.orders) & (self.orders > 1)]
         warnings.warn(
@@ -440,7 +477,8 @@ class Ledger:
         Keys: dataset, eps_budget, delta, eps_spent (rounded up), order (the order the
         conversion used), at_grid_edge (True when that
         order is an end of the ledger's orders: eps_spent may be overstated), charges (id,
-        mechanism, eps_after, time, note).
+        mechanism, eps_after, time, note). A ``dataset`` without a budget raises
+        LedgerError (UnknownDatasetError).
         """
         rows = self._sql(
             "SELECT dataset, eps, delta, total, tv FROM budgets"
@@ -449,7 +487,7 @@ class Ledger:
             (() if dataset is None else (_name(dataset),)),
         ).fetchall()
         if dataset is not None and not rows:
-            raise KeyError(f"no budget for dataset {dataset!r}")
+            raise self._unknown(_name(dataset))
         out = []
         for name, eps, delta, total, tv in rows:
             charges = self._sql(
@@ -478,7 +516,8 @@ class Ledger:
         return out
 
     def spent(self, dataset: str) -> float:
-        """eps spent so far on ``dataset`` at its budget's delta (rounded up)."""
+        """eps spent so far on ``dataset`` at its budget's delta (rounded up); LedgerError
+        when it has no budget."""
         return self.status(dataset)[0]["eps_spent"]
 
 

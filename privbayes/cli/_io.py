@@ -6,7 +6,6 @@ Light on purpose (no numpy at import): ``privbayes --help`` loads this module.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 from pathlib import Path
@@ -45,71 +44,114 @@ def dump_json(value) -> str:
 
 # -- CSV ------------------------------------------------------------------------------------
 class Table:
-    """A CSV file with a header row, read once; cells are stripped strings."""
+    """A CSV file with a header row, read once (docs/data.md §6); cells are strings without
+    their surrounding spaces.
+
+    The rules are :func:`privbayes.data.read`'s (one implementation, privbayes.data): UTF-8
+    text (a byte-order mark dropped; gunzipped when the name ends in .gz), a header row of
+    distinct names, every record as many fields as the header, quotes closed. A blank line
+    (empty, or spaces only) is refused with its line number when a column is read, at the
+    end of the file too: it is how polars and pyarrow write a missing value in a one-column
+    CSV, so skipping it would change n and the data. The line terminator of the last record
+    is not a blank line. Error messages name lines, fields and the column asked for, never
+    the header's names (a file without its header row would show its first record there).
+    Reads pipes and devices too (``--data <(zcat x.csv.gz)``).
+    """
 
     def __init__(self, path: str) -> None:
+        from ..data import CSVError, _csv_bytes, _csv_header, _csv_rows, _csv_text
+
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():
             raise UsageError(f"--data: no such file: {path}")
+        if p.is_dir():
+            raise UsageError(
+                f"--data: {path} is a directory with no Parquet files; give a CSV file, or a "
+                "quoted glob such as 'logs/*.csv'"
+            )
         try:
-            with p.open(newline="", encoding="utf-8-sig") as fh:  # -sig: Excel's BOM
-                reader = csv.reader(fh)
-                header = next(reader, None)
-                self.rows = [(n, row) for n, row in enumerate(reader, start=2) if row]
-        except UnicodeDecodeError:
-            raise UsageError(f"--data: {path} is not a UTF-8 text CSV file") from None
-        except csv.Error as exc:
-            raise UsageError(f"--data: {path} is not valid CSV: {exc}") from None
+            rows = list(_csv_rows(_csv_text(_csv_bytes(path), path), path))
+            header = _csv_header(rows[0][1] if rows else None, path)
+        except CSVError as exc:
+            raise UsageError(f"--data: {exc}") from None
         except OSError as exc:
             raise UsageError(f"--data: cannot read {path}: {exc.strerror or exc}") from None
-        if not header:
-            raise UsageError(f"--data: {path} is empty (a header row is expected)")
-        self.header = [h.strip() for h in header]
-        dupes = sorted({h for h in self.header if self.header.count(h) > 1})
-        if dupes:
-            raise UsageError(f"--data: {path} has duplicate column name(s): {', '.join(dupes)}")
+        self.rows = rows[1:]  # (the record's first line in the file, its fields)
+        self.header = header
         self.path = path
 
     def column(self, name: str, flag: str = "--column") -> list[tuple[int, str]]:
         """(file line number, stripped cell) for every data row."""
+        from ..data import CSVError, _csv_record
+
         if name not in self.header:
-            shown = ", ".join(self.header[:20]) + (" ..." if len(self.header) > 20 else "")
-            raise UsageError(f"{flag}: no column {name!r} in {self.path}; columns: {shown}")
+            raise UsageError(f"{flag}: {missing_column(name, self.path, len(self.header))}")
         idx = self.header.index(name)
         out = []
         width = len(self.header)
         for line, row in self.rows:
-            if idx >= len(row):
-                raise UsageError(f"{flag} {name!r}: line {line} has no value")
-            if len(row) > width:  # the cells may have shifted: refuse rather than guess
-                raise UsageError(
-                    f"--data: line {line} of {self.path} has {len(row)} fields but the header "
-                    f"has {width}; fix the row (quote cells that contain commas)"
-                )
+            try:
+                _csv_record(line, row, width, self.path, blank_ok=False)
+            except CSVError as exc:
+                raise UsageError(f"--data: {exc}") from None
             out.append((line, row[idx].strip()))
         return out
+
+
+def missing_column(name: str, path: str, width: int) -> str:
+    """The error for a column the header lacks: the header's number of fields and how to see
+    them, never its names (a file without its header row has its first record there, and a
+    record of words cannot be told from a header)."""
+    from ..data import _fields, _head_command
+
+    return (
+        f"no column {name!r} in {path}; its header (line 1) has {_fields(width)}, not "
+        f"listed here (see them with: {_head_command(path)}): is the header row missing? (a "
+        "header row of column names is expected)"
+    )
 
 
 # -- Parquet files, directories and globs (privbayes.data) -----------------------------------
 def is_large_source(path: str) -> bool:
     """True for a Parquet file, a directory of them or a glob (CSV or Parquet): these are
-    read lazily by :func:`privbayes.data.read` (a Dask DataFrame when Dask is installed)
-    and reduced in the engine. A single CSV file keeps the line-numbered :class:`Table`."""
+    read lazily by privbayes.data (a Dask DataFrame when Dask is installed) and reduced in
+    the engine. A single CSV file (.csv.gz too) keeps the line-numbered :class:`Table`."""
     if any(ch in path for ch in "*?["):
         return True
     return Path(path).is_dir() or path.lower().endswith((".parquet", ".pq"))
 
 
-def open_source(path: str):
-    """The table behind ``--data`` (lazy: nothing is read until the release runs)."""
-    from ..data import read
+def open_source(path: str, column: str, *, text: bool = False):
+    """(the table behind ``--data``, whether it is CSV) with ``column`` only (lazy: nothing
+    but the first file's header and first records is read until the release runs).
+
+    CSV files are read by the single-file rules, blank lines refused with their file and
+    line; ``text``: the column as the text of its cells (for declared labels and 0/1 or
+    true/false, parsed as from a single file). A column the header lacks is named with the
+    header's number of fields."""
+    from .. import data
 
     try:
-        return read(path)
+        paths = data._expand(path)
+        if data._format(paths) != "csv":
+            table = data.read(paths)
+            if column not in data._columns(table):
+                width = len(data._columns(table))
+                raise UsageError(
+                    f"--column: no column {column!r} in {path}; it has {width} column(s), not "
+                    "listed here"
+                )
+            return table, False
+        header = data._csv_header_of(paths[0])
+        if column not in header:
+            raise UsageError(f"--column: {missing_column(column, paths[0], len(header))}")
+        return data._read_csv(paths, [column], "auto", text=text, blank_ok=False), True
     except ImportError as exc:
         raise UsageError(f"--data: {exc}") from None
     except FileNotFoundError as exc:
         raise UsageError(f"--data: {exc.args[0] if exc.args else exc}") from None
+    except data.CSVError as exc:
+        raise UsageError(f"--data: {exc}") from None
 
 
 def source_name(path: str) -> str:
@@ -163,9 +205,10 @@ def binary(
     """0/1 values of a two-class column; every record must carry a declared label.
 
     With ``--positive``/``--negative`` the labels are the declared (public) ones, matched
-    exactly, case included; a record with any other label is refused, so a misspelt label
-    cannot silently count as 0. Without them the column must hold 0/1 or true/false (or,
-    for ``signed`` logistic labels, -1/+1), one convention per column.
+    exactly, case included, after surrounding spaces are removed (from the cells and from the
+    declared labels alike: ``' red'`` is ``red``); a record with any other label is refused,
+    so a misspelt label cannot silently count as 0. Without them the column must hold 0/1
+    or true/false (or, for ``signed`` logistic labels, -1/+1), one convention per column.
     """
     import numpy as np
 
@@ -186,7 +229,8 @@ def binary(
                 raise UsageError(
                     f"column {name!r}: line {line} is {v!r}, neither --positive "
                     f"{','.join(positive)} nor --negative {','.join(negative)} (labels are "
-                    "matched exactly, case included; declare every label the column holds)"
+                    "matched exactly, case included, after surrounding spaces are removed; "
+                    "declare every label the column holds)"
                 )
             out[i] = value[v]
         return out
@@ -224,7 +268,8 @@ def codes(cells, name: str, categories: list[str] | None, flag: str = "--categor
         if v not in index:
             raise UsageError(
                 f"column {name!r}: line {line} is {v!r}, not one of {flag} "
-                f"{','.join(categories)} (labels are matched exactly, case included)"
+                f"{','.join(categories)} (labels are matched exactly, case included, after "
+                "surrounding spaces are removed)"
             )
         out[i] = index[v]
     return out

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
-from ._io import UsageError, binary, codes, floats, labels
+from ._io import _ZERO_ONE, UsageError, binary, codes, floats, labels, open_source
 
 # Kept literal so that --help needs no numpy; tests/cli check them against the library's.
 CONJUGATE_METHODS = ("direct", "diffused", "concentrated")
@@ -145,7 +146,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "default": None,
             "help": "clip out-of-domain records instead of refusing them: logistic and "
             "multinomial, rows onto the norm bound (row-wise); gamma-poisson, counts above "
-            "--max-count down to it; normal, values onto [--low, --high] (the guarantee "
+            "--max-count down to it; normal (and query, on posterior), values onto [--low, "
+            "--high] (the guarantee "
             "covers the clipped data)",
         },
     ),
@@ -154,8 +156,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "action": "store_true",
             "default": None,
-            "help": "append a constant column s: the bound c then covers [x, s], and the "
-            "value ends with the intercept",
+            "help": "append a constant column s (off by default, as in the library): the "
+            "bound c then covers [x, s], and the value ends with the intercept",
         },
     ),
     "radius": (
@@ -179,6 +181,16 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "both certified, chosen from public inputs), exact "
             "(rejection sampling: exact posterior draws), langevin (certified "
             "noisy gradient descent), or the approximate MCMC back-ends imh and pymc",
+        },
+    ),
+    "max_steps": (
+        ("--max-steps",),
+        {
+            "type": int,
+            "metavar": "K",
+            "help": "logistic and multinomial with --backend langevin or auto: the cap on "
+            "Langevin's number of steps (default 10000, at most 10**7); raise it when a "
+            "release warns that it hit the cap (StepCapWarning)",
         },
     ),
     "d": (
@@ -215,10 +227,11 @@ class Adapter:
         """(data for privbayes.sample, details for ``finish``) from the CSV table."""
         raise NotImplementedError
 
-    def read_source(self, args, source, model):
-        """(data, column, labels) for privbayes.sample from a Parquet file, directory or
-        glob (reduced in the engine: privbayes.data); ``labels`` describes declared labels
-        (for the error of a record that carries none of them), else None."""
+    def read_source(self, args, path, model):
+        """(data, column, labels) for privbayes.sample from a Parquet file, a directory or
+        a glob at ``path`` (reduced in the engine: privbayes.data); ``labels`` describes
+        the labels a record may carry (for the error of one that carries none), else
+        None."""
         raise UsageError(
             f"--model {self.name} reads one CSV file; Parquet files, directories and globs "
             "are read for the conjugate models only"
@@ -233,32 +246,51 @@ class Adapter:
         return None
 
 
+_EXACT = "(labels are matched exactly, case included, after surrounding spaces are removed)"
+
+
+def beta_prior(alpha: list[float] | None, beta: float | None, name: str) -> tuple[float, float]:
+    """(alpha, beta) of a Beta prior from --alpha ALPHA [BETA] and --beta (default 1 1)."""
+    alpha = alpha or [1.0]
+    if len(alpha) > 2:
+        raise UsageError(f"--alpha: {name} takes ALPHA [BETA]; got {len(alpha)} values")
+    if len(alpha) == 2 and beta is not None:
+        raise UsageError("--beta: the prior's beta is given twice (--alpha A B and --beta)")
+    return alpha[0], alpha[1] if len(alpha) == 2 else (1.0 if beta is None else beta)
+
+
 def _source_column(args, name: str) -> str:
     if args.column is None:
         raise UsageError(f"--model {name} needs --column COL")
     return args.column
 
 
-def _map_labels(series, mapping: dict):
+def _map_labels(series, mapping: dict, fold: bool = False):
     """Declared labels -> codes (float), anything else (other labels, missing) -> NaN,
-    which privbayes.data then refuses. Labels are matched as text, exactly, as in CSV."""
+    which privbayes.data then refuses. Labels are matched as text without surrounding
+    spaces, as in a single CSV file; ``fold``: case folded too (0/1 and true/false)."""
     import numpy as np
 
-    return series.astype(str).str.strip().map(mapping).astype(np.float64)
+    text = series.astype(str).str.strip()
+    return (text.str.lower() if fold else text).map(mapping).astype(np.float64)
 
 
-def _labelled(source, column: str, mapping: dict):
+def _labelled(source, column: str, mapping: dict, fold: bool = False):
     """The column of ``source`` as codes, lazily for Dask (one map per partition)."""
     from ..data import _select, is_dask
 
     col, _ = _select(source, column, "--data")
     if is_dask(col):
-        return col.map_partitions(_map_labels, mapping, meta=(column, "f8"))
+        return col.map_partitions(_map_labels, mapping, fold, meta=(column, "f8"))
     if hasattr(col, "astype") and hasattr(col, "str"):  # pandas
-        return _map_labels(col, mapping)
+        return _map_labels(col, mapping, fold)
     import numpy as np  # pyarrow in memory
 
-    return np.array([mapping.get(str(v).strip(), np.nan) for v in col.to_pylist()])
+    def code(v):
+        text = str(v).strip()
+        return mapping.get(text.lower() if fold else text, np.nan)
+
+    return np.array([np.nan if v is None else code(v) for v in col.to_pylist()])
 
 
 def _two_class(args, cells, name: str, signed: bool):
@@ -275,6 +307,7 @@ class BetaBernoulliAdapter(Adapter):
     name = "beta-bernoulli"
     flags = {
         "sample": frozenset({"column", "positive", "negative", "alpha", "beta"}),
+        "posterior": frozenset({"column", "positive", "negative", "alpha", "beta"}),
         "calibrate": frozenset({"alpha", "beta"}),
         "audit": frozenset({"alpha", "beta"}),
     }
@@ -282,36 +315,87 @@ class BetaBernoulliAdapter(Adapter):
     def build(self, args, command):
         from ..models import BetaBernoulli
 
-        alpha = args.alpha or [1.0]
-        if len(alpha) > 2:
-            raise UsageError(f"--alpha: {self.name} takes ALPHA [BETA]; got {len(alpha)} values")
-        if len(alpha) == 2 and args.beta is not None:
-            raise UsageError("--beta: the prior's beta is given twice (--alpha A B and --beta)")
-        beta = alpha[1] if len(alpha) == 2 else (1.0 if args.beta is None else args.beta)
-        return BetaBernoulli(alpha[0], beta)
+        return BetaBernoulli(*beta_prior(args.alpha, args.beta, self.name))
 
     def read(self, args, table, model):
         if args.column is None:
             raise UsageError(f"--model {self.name} needs --column COL")
         return _two_class(args, table.column(args.column), args.column, signed=False), None
 
-    def read_source(self, args, source, model):
+    def read_source(self, args, path, model):
         column = _source_column(args, self.name)
         positive = labels(args.positive, "--positive")
         negative = labels(args.negative, "--negative")
         if positive is None and negative is None:
-            return source, column, None  # numeric 0/1 or bool column
+            source, csv = open_source(path, column, text=True)
+            if not csv:
+                return source, column, None  # Parquet: a numeric 0/1 or bool column
+            # 0/1 or true/false as in a single CSV file (any case, surrounding spaces)
+            note = "not 0/1 or true/false (any case)"
+            return _labelled(source, column, _ZERO_ONE, fold=True), None, note
         _two_class(args, [], column, signed=False)  # the flags' own checks
         mapping = {**{v: 0.0 for v in negative}, **{v: 1.0 for v in positive}}
-        note = f"neither --positive {','.join(positive)} nor --negative {','.join(negative)}"
+        note = (
+            f"neither --positive {','.join(positive)} nor --negative {','.join(negative)} {_EXACT}"
+        )
+        source, _ = open_source(path, column, text=True)
         return _labelled(source, column, mapping), None, note
 
 
 class QueryAdapter(BetaBernoulliAdapter):
-    """The statistical query's Beta prior (audit only; `privbayes query` reads data)."""
+    """The statistical query's Beta prior (audit; `privbayes query` reads data), and the
+    mean query of `privbayes posterior` (a numeric column rescaled from the public range
+    [--low, --high] to [0, 1])."""
 
     name = "query"
-    flags = {"audit": frozenset({"alpha", "beta"})}
+    flags = {
+        "audit": frozenset({"alpha", "beta"}),
+        "posterior": frozenset({"column", "alpha", "beta", "low", "high", "clip"}),
+    }
+
+    def build(self, args, command):
+        if command != "posterior":
+            return super().build(args, command)
+        from ..models import MeanQuery
+
+        prior = super().build(args, command)
+        lo, hi = args.low, args.high
+        if lo is None or hi is None:
+            raise UsageError(
+                f"--model {self.name} needs --low and --high: the column's public range"
+            )
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi and math.isfinite(hi - lo)):
+            raise UsageError(
+                f"--low/--high: need finite LOW < HIGH with a finite width; got {lo} {hi}"
+            )
+        return MeanQuery(prior.alpha, prior.beta, clip=bool(args.clip))
+
+    def read(self, args, table, model):
+        import numpy as np
+
+        if args.column is None:
+            raise UsageError(f"--model {self.name} needs --column COL")
+        cells = table.column(args.column)
+        x = floats(cells, args.column)
+        lo, hi = args.low, args.high
+        if not model.clip:
+            _refuse_rows(
+                args.column,
+                cells,
+                (x < lo) | (x > hi),
+                f"are outside [--low, --high] = [{lo:g}, {hi:g}]",
+                "widen the public range (chosen before seeing the data) or pass --clip",
+            )
+        return np.clip((x - lo) / (hi - lo), 0.0, 1.0), None
+
+    def read_source(self, args, source, model):
+        from ..data import _select, as_array, is_dask
+
+        column = _source_column(args, self.name)
+        col, _ = _select(source, column, "--data")  # lazy for Dask
+        if not is_dask(col):
+            col = as_array(col, column)
+        return (col - args.low) / (args.high - args.low), None, None
 
 
 class DirichletAdapter(Adapter):
@@ -319,6 +403,7 @@ class DirichletAdapter(Adapter):
     aliases = ("dirichlet",)
     flags = {
         "sample": frozenset({"column", "categories", "alpha"}),
+        "posterior": frozenset({"column", "categories", "alpha"}),
         "calibrate": frozenset({"categories", "alpha"}),
         "audit": frozenset({"alpha"}),
     }
@@ -348,13 +433,15 @@ class DirichletAdapter(Adapter):
         cats = labels(args.categories, "--categories", minimum=2)
         return codes(table.column(args.column), args.column, cats), None
 
-    def read_source(self, args, source, model):
+    def read_source(self, args, path, model):
         column = _source_column(args, self.name)
         cats = labels(args.categories, "--categories", minimum=2)
         if cats is None:
-            return source, column, None  # integer codes 0..K-1
+            return open_source(path, column)[0], column, None  # integer codes 0..K-1
         mapping = {c: float(k) for k, c in enumerate(cats)}
-        return _labelled(source, column, mapping), None, f"not one of --categories {','.join(cats)}"
+        source, _ = open_source(path, column, text=True)
+        note = f"not one of --categories {','.join(cats)} {_EXACT}"
+        return _labelled(source, column, mapping), None, note
 
 
 def _refuse_rows(name: str, cells, bad, what: str, fix: str) -> None:
@@ -373,14 +460,16 @@ class _OneColumn(Adapter):
     """A model of one numeric column whose own checks (``clip`` included) run in the
     engine when the data are a Parquet file, folder or glob (privbayes.data)."""
 
-    def read_source(self, args, source, model):
-        return source, _source_column(args, self.name), None
+    def read_source(self, args, path, model):
+        column = _source_column(args, self.name)
+        return open_source(path, column)[0], column, None
 
 
 class GammaPoissonAdapter(_OneColumn):
     name = "gamma-poisson"
     flags = {
         "sample": frozenset({"column", "alpha", "beta", "max_count", "clip"}),
+        "posterior": frozenset({"column", "alpha", "beta", "max_count", "clip"}),
         "calibrate": frozenset({"alpha", "beta", "max_count"}),
         "audit": frozenset({"alpha", "beta", "max_count"}),
     }
@@ -430,6 +519,7 @@ class NormalAdapter(_OneColumn):
     name = "normal"
     flags = {
         "sample": frozenset({"column", "mu", "sigma", "noise_sigma", "low", "high", "clip"}),
+        "posterior": frozenset({"column", "mu", "sigma", "noise_sigma", "low", "high", "clip"}),
         "calibrate": frozenset({"mu", "sigma", "noise_sigma", "low", "high"}),
         "audit": frozenset({"mu", "sigma", "noise_sigma", "low", "high"}),
     }
@@ -480,6 +570,17 @@ def _features(args, table, model, name: str):
 
     if args.label is None:
         raise UsageError(f"--model {name} needs --label COL (and optionally --features)")
+    factor = None
+    if args.scale is not None:  # public: checked before any cell is read
+        if not (math.isfinite(args.scale) and args.scale > 0):
+            raise UsageError(f"--scale: need a finite public bound > 0; got {args.scale}")
+        factor = model.feature_bound / args.scale
+        if not (math.isfinite(factor) and factor >= sys.float_info.min):
+            raise UsageError(
+                f"--scale: the factor (feature bound {model.feature_bound:g}) / --scale "
+                f"{args.scale:g} = {factor:g} is not a finite normal number (it would scale "
+                "every row to inf or to 0); choose a bound nearer to --c"
+            )
     table.column(args.label, "--label")  # a missing label column is named first
     names = (
         [f.strip() for f in args.features.split(",")]
@@ -491,11 +592,7 @@ def _features(args, table, model, name: str):
     if len(set(names)) != len(names) or args.label in names:
         raise UsageError("--features: repeated column, or the --label column among them")
     X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
-    factor = None
-    if args.scale is not None:
-        if not (math.isfinite(args.scale) and args.scale > 0):
-            raise UsageError(f"--scale: need a finite public bound > 0; got {args.scale}")
-        factor = model.feature_bound / args.scale
+    if factor is not None:
         X = X * factor
     if args.clip:
         X = clip_rows(X, model.feature_bound)
@@ -526,6 +623,8 @@ def _glm_options(args, command: str) -> dict:
         if getattr(args, "method", None) != "ops":
             raise UsageError("--radius applies to --method ops only")
         options["radius"] = args.radius
+    if getattr(args, "max_steps", None) is not None:  # the model refuses other back-ends
+        options["max_steps"] = args.max_steps
     if command == "sample":
         if args.intercept_scaling is not None and not args.intercept:
             raise UsageError("--intercept-scaling needs --intercept")
@@ -535,10 +634,10 @@ def _glm_options(args, command: str) -> dict:
 
 
 # the flags both GLM adapters take (each adds its label flags)
-_GLM_PUBLIC = frozenset({"beta", "c", "d", "backend", "radius"})
+_GLM_PUBLIC = frozenset({"beta", "c", "d", "backend", "radius", "max_steps"})
 _GLM_SAMPLE = frozenset(
     {"label", "features", "beta", "c", "scale", "clip", "intercept", "intercept_scaling"}
-    | {"backend", "radius"}
+    | {"backend", "radius", "max_steps"}
 )
 
 

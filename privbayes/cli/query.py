@@ -39,10 +39,15 @@ def register(subparsers) -> None:
     )
     _models.privacy_args(p, _models.CONJUGATE_METHODS)
     p.add_argument(
-        "--alpha", type=float, default=1.0, metavar="A", help="Beta prior alpha (default 1)"
+        "--alpha",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="A",
+        help="the Beta prior: ALPHA [BETA] (default 1 1), as for --model beta-bernoulli",
     )
     p.add_argument(
-        "--beta", type=float, default=1.0, metavar="B", help="Beta prior beta (default 1)"
+        "--beta", type=float, default=None, metavar="B", help="the Beta prior's beta (default 1)"
     )
     ledger_args(p, charge=True)
     p.set_defaults(run=run)
@@ -56,6 +61,12 @@ def run(args) -> dict:
     lo, hi = args.low, args.high
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise UsageError(f"--low/--high: need finite LOW < HIGH; got {lo} {hi}")
+    if not math.isfinite(hi - lo):  # (x - LOW) / inf would rescale every value to 0
+        raise UsageError(
+            f"--low/--high: the width HIGH - LOW of [{lo:g}, {hi:g}] overflows to inf; "
+            "choose a range narrower than 1.7e308"
+        )
+    args.alpha, args.beta = _models.beta_prior(args.alpha, args.beta, "query")
     ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
     try:
         charge = charge_args(args, ledger)
@@ -95,11 +106,12 @@ def run(args) -> dict:
 def _large_query(args, lo: float, hi: float, charge: dict):
     """The query on a Parquet file, directory or glob: rescaled lazily, reduced in the engine
     (values outside the range are reported in the rescaled units [0, 1])."""
-    from ..data import _select, as_array, is_dask
+    from ..data import CSVError, _select, as_array, is_dask
     from ..errors import DataError
     from ..release import release_query
 
-    col, _ = _select(open_source(args.data), args.column, "--data")  # lazy for Dask
+    source, _ = open_source(args.data, args.column)
+    col, _ = _select(source, args.column, "--data")  # lazy for Dask
     if not is_dask(col):
         col = as_array(col, args.column)  # pandas or pyarrow in memory
     try:
@@ -114,6 +126,8 @@ def _large_query(args, lo: float, hi: float, charge: dict):
             rng=args.seed,
             **charge,
         )
+    except CSVError as exc:  # a file of the glob, checked when the release reads it
+        raise UsageError(f"--data: {exc}") from None
     except DataError as exc:
         # name the column and its row (the values passed on are the rescaled column)
         text = str(exc).replace(f"{exc.column}[{exc.index}]", f"row {exc.index}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import _models
-from ._io import Table, UsageError, is_large_source, open_source, source_name
+from ._io import Table, UsageError, is_large_source, source_name
 from ._ledger import ledger_args, open_ledger
 
 
@@ -64,6 +64,7 @@ def charge_args(args, ledger) -> dict:
 
 
 def run(args) -> dict:
+    from ..data import CSVError
     from ..errors import DataError
     from ..release import sample
 
@@ -74,20 +75,21 @@ def run(args) -> dict:
         charge = charge_args(args, ledger)
         column, details, note = None, None, None
         if is_large_source(args.data):
-            data, column, note = adapter.read_source(args, open_source(args.data), model)
+            data, column, note = adapter.read_source(args, args.data, model)
         else:
             data, details = adapter.read(args, Table(args.data), model)
         try:
             rel = sample(
                 model, data, args.lam, args.eps, args.method, rng=args.seed, column=column, **charge
             )
+        except CSVError as exc:  # a file of the glob, checked when the release reads it
+            raise UsageError(f"--data: {exc}") from None
         except DataError as exc:
             if note is None or exc.rule != "finite":
                 raise
             raise UsageError(
-                f"column {args.column!r}: {exc.count} row(s) hold a label that is {note} "
-                "(labels are matched exactly, case included), or no value; the first is data "
-                f"row {exc.index} (0-based, across files)"
+                f"column {args.column!r}: {exc.count} row(s) hold a label that is {note}, or no "
+                f"value; the first is data row {exc.index} (0-based, across files)"
             ) from None
     finally:
         if ledger is not None:

@@ -37,7 +37,9 @@ from .base import OneKnobConjugate, U, add_down, add_up, check_orders
 
 
 def _check_max_count(value) -> int:
-    text = f"max_count must be an integer in [1, 2**53]; got {value!r}"  # one message
+    # below 2**53: every integer count above it is a float >= 2**53 once converted, so
+    # the domain check can never see one rounded down into the domain
+    text = f"max_count must be an integer in [1, 2**53 - 1]; got {value!r}"  # one message
     if isinstance(value, bool | np.bool_):
         raise TypeError(text)
     try:
@@ -46,7 +48,7 @@ def _check_max_count(value) -> int:
         raise TypeError(text) from None
     except ValueError:
         raise ValueError(text) from None
-    if count < 1:
+    if not 1 <= count < 2**53:
         raise ValueError(text)
     return count
 

@@ -33,7 +33,7 @@ from ..accounting.curves import pure_dp_rdp
 from ..calibration import Calibration, certify_down
 from ..certified import pure_dp_rdp_upper, round_down, round_up
 from ..errors import InfeasiblePrivacyError
-from ..validation import as_numeric_array, check_n, check_positive, check_unit_knob
+from ..validation import check_n, check_positive, check_unit_knob
 from ._frozen import Frozen
 from .glm_family import BINARY_LOGISTIC
 
@@ -50,7 +50,11 @@ BACKEND_DEFAULTS = {
     "imh": {"tune": 20, "draws": None, "chains": 4},
     "pymc": {"tune": 1000, "draws": 1000, "chains": 4},
 }
-# options that apply to some back-ends only ("auto" may pick exact or langevin)
+# Options that apply to some back-ends only; one given with another back-end is refused.
+# "auto" resolves to "exact" or "langevin" from public inputs (never an MCMC back-end): the
+# exact options configure its exact candidate and the Langevin options its Langevin
+# candidate, both enter the choice (e.g. max_proposals decides whether exact can run), and
+# the chosen back-end uses its own. The MCMC options are refused with "auto".
 _OPTION_BACKENDS = {
     "tune": ("imh", "pymc"),
     "draws": ("imh", "pymc"),
@@ -63,6 +67,10 @@ _OPTION_BACKENDS = {
     "step_scale": ("langevin", "auto"),
     "max_steps": ("langevin", "auto"),
 }
+# sample()'s options that apply to some back-ends only (on_bad_diagnostics: its "warn";
+# "raise", the default, is what every other back-end does anyway)
+CALL_OPTION_BACKENDS = {"progressbar": ("pymc",), "on_bad_diagnostics": ("imh", "pymc")}
+MAX_DELTA_F = 1e-3  # the exact back-end's failure probability is added to delta: keep it small
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
 MAX_FEATURES = 2**24  # d the certificates cover (the OPS ball's float norm test)
@@ -158,7 +166,11 @@ class BayesianLogisticRegression(Frozen):
         release (default False). The bound c then covers the row [x, s], so feature rows
         must have norm <= ``feature_bound`` = sqrt(c^2 - s^2); the released value has d + 1
         entries, the weights and the intercept b = s * w_{d+1}, whose prior is
-        N(0, s^2 / (n beta)) (docs/glm.md, "The intercept").
+        N(0, s^2 / (n beta)) (docs/glm.md, "The intercept"). The same default as
+        :class:`privbayes.PrivateLogisticRegression`. Turn it on unless the features are
+        centred: without it every decision boundary passes through the origin (README:
+        on breast cancer's all-positive features the non-private MAP itself falls below
+        the majority class).
     intercept_scaling : s in (0, c), only with ``fit_intercept`` (default c / 2). A larger
         s makes the intercept's prior wider and leaves the features less of the bound.
     reruns : when the diagnostics fail, the run is repeated with twice the tuning and
@@ -167,14 +179,31 @@ class BayesianLogisticRegression(Frozen):
     proposal_scale : imh only: the proposal's spread relative to the Laplace fit (default
         1). Far below 1 the proposal misses the posterior, and the diagnostics say so.
     delta_f, max_proposals : exact only: the failure probability (nothing is released with
-        probability <= delta_f; default 1e-12) and the cap on proposals per call (default
-        10^6; above it the back-end refuses the release from public inputs).
+        probability <= delta_f; default 1e-12, at most 1e-3; the accountant and the ledger
+        add it to delta, so it must be below a ledger budget's delta) and the cap on
+        proposals per call (default 10^6; above it the back-end refuses the release from
+        public inputs).
     step_scale : langevin only: h in (0, 1], step eta = h * 2 / (mu + L) (default 1/2).
     max_steps : langevin only: cap on the number of steps K (default 10,000).
+
+    Options belong to back-ends: one given with another back-end raises ValueError here,
+    before any charge. With backend="auto" the exact options (delta_f, max_proposals)
+    configure the exact candidate and the Langevin options (step_scale, max_steps) the
+    Langevin candidate: both enter auto's choice, made from public inputs, and the chosen
+    back-end runs with its own; the MCMC options (tune, draws, chains, reruns,
+    target_accept, proposal_scale) are refused with "auto", which never picks MCMC.
+    ``radius`` applies to method="ops" only: a release or calibration of another method
+    with an explicit radius raises ValueError, before any charge. So do
+    ``sample(..., progressbar=True)`` unless backend="pymc" and
+    ``on_bad_diagnostics="warn"`` unless backend="imh" or "pymc".
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with every row
     of norm <= ``feature_bound`` (c, or sqrt(c^2 - s^2) with an intercept; refused
     otherwise, see :mod:`privbayes.preprocessing`), y of shape (n,) in {0, 1} or {-1, +1}.
+    Records that break these rules (NaN/inf, a label, a row norm) raise
+    :class:`privbayes.DataError` (a ValueError) naming X or y, the count and the first row,
+    the same for in-memory and Dask inputs; a wrong shape (X not 2-D, d = 0, n = 0, y not
+    of length n) is a plain ValueError, and non-numeric data a TypeError.
     The released value is a weight vector, shape (d,), or (d + 1,) ending with the
     intercept. Settings that can never pass the diagnostics (one chain: split R-hat is
     undefined; fewer than 4 draws) are refused here, before any ledger charge.
@@ -269,8 +298,12 @@ class BayesianLogisticRegression(Frozen):
         )
         s = self.intercept_scaling
         self.feature_bound = self.c if s is None else math.sqrt(self.c**2 - s**2)
-        if delta_f is not None and not 1e-300 <= check_positive(delta_f, "delta_f") <= 0.5:
-            raise ValueError(f"delta_f must lie in [1e-300, 0.5]; got {delta_f!r}")
+        if delta_f is not None and not 1e-300 <= check_positive(delta_f, "delta_f") <= MAX_DELTA_F:
+            raise ValueError(
+                f"delta_f must lie in [1e-300, {MAX_DELTA_F:g}]: it is the probability that a "
+                "release fails (releases nothing), added to delta by the accountant and the "
+                f"ledger; got {delta_f!r}"
+            )
         self.delta_f = None if delta_f is None else float(delta_f)
         if max_proposals is not None and (
             isinstance(max_proposals, bool)
@@ -317,6 +350,30 @@ class BayesianLogisticRegression(Frozen):
             intercept_scaling=self.intercept_scaling,
             **keep,
         )
+
+    def _check_radius(self, method: str) -> None:
+        """An explicit radius is OPS's truncation radius: refused with another method."""
+        if self._radius_arg is not None and method != "ops":
+            raise ValueError(
+                f"radius applies to method='ops' only (OPS's truncation radius R); got "
+                f"radius={self._radius_arg!r} with method={method!r}: drop radius, or use "
+                "method='ops'"
+            )
+
+    def _check_call(self, method: str, *, progressbar: bool, on_bad_diagnostics: str) -> None:
+        """sample()'s options that do not apply to this model's back-end or method are
+        refused before anything is read or charged (ValueError); see CALL_OPTION_BACKENDS."""
+        self._check_radius(method)
+        given = {"progressbar": progressbar, "on_bad_diagnostics": on_bad_diagnostics == "warn"}
+        for name, used in given.items():
+            allowed = CALL_OPTION_BACKENDS[name]
+            if used and self.backend not in allowed:
+                value = "True" if name == "progressbar" else "'warn'"
+                raise ValueError(
+                    f"{name}={value} does not apply to backend={self.backend!r}: it is an "
+                    f"option of backend {' or '.join(map(repr, allowed))} only"
+                    + (" (auto never picks an MCMC back-end)" if self.backend == "auto" else "")
+                )
 
     def _resolve(self, n: int, d: int, lam: float, eps: float, method: str, size=None):
         """The model with a concrete back-end for a release of ``size`` draws (each at
@@ -421,8 +478,11 @@ class BayesianLogisticRegression(Frozen):
 
             rows, n = dask_rows(self, data[0], data[1])
             return (rows, None), n
-        x = as_numeric_array(data[0], "X")
-        y = as_numeric_array(data[1], "y")
+        from ..data import as_array
+        from ..sampling.passes import check_arrays
+
+        x = as_array(data[0], "X")
+        y = as_array(data[1], "y")
         if x.ndim != 2:
             raise ValueError(f"X must be 2-D, shape (n, d); got shape {x.shape}")
         if x.shape[1] == 0:
@@ -431,36 +491,13 @@ class BayesianLogisticRegression(Frozen):
             raise ValueError(f"y must have shape ({x.shape[0]},) to match X; got {y.shape}")
         if x.shape[0] == 0:
             raise ValueError("X has n = 0 rows: the prior N(0, (n beta)^-1 I) is improper at n = 0")
-        self._check_labels(y)
-        if self.fit_intercept:  # the certificate's bound c covers the row [x, s]
-            x = np.hstack([x, np.full((x.shape[0], 1), self.intercept_scaling)])
-        if x.shape[1] > MAX_FEATURES:
-            raise ValueError(f"X has d = {x.shape[1]} features; at most 2**24 are supported")
-        norms = np.linalg.norm(x, axis=1)
-        # rows pass when even the float norm's rounding keeps them within the certificate's c
-        over = np.flatnonzero(norms > self._norm_threshold(x.shape[1]))
-        if over.size:
-            first = ", ".join(str(int(i)) for i in over[:5])
-            bound = (
-                f"sqrt(c^2 - intercept_scaling^2) = {self.feature_bound:.6g} (the intercept "
-                f"column s = {self.intercept_scaling:g} takes the rest of c = {self.c:g})"
-                if self.fit_intercept
-                else f"c = {self.c:g}"
-            )
-            raise ValueError(
-                f"{over.size} row(s) of X have norm > {bound} (first: {first}); scale by a "
-                "public bound or clip rows with privbayes.preprocessing"
-            )
+        d = x.shape[1] + (1 if self.fit_intercept else 0)
+        if d > MAX_FEATURES:
+            raise ValueError(f"X has d = {d} features; at most 2**24 are supported")
+        # NaN/inf, labels and row norms (with the intercept column): the Dask path's
+        # rules, and its DataError for a bad record
+        x = check_arrays(self, x, y)
         return (x, self._labels(y)), int(x.shape[0])
-
-    def _check_labels(self, y: np.ndarray) -> None:
-        """Labels in {0, 1} or {-1, +1} (ValueError naming the first bad index)."""
-        if not (np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all()):
-            odd = ~np.isin(y, [-1.0, 0.0, 1.0])
-            i = int(np.flatnonzero(odd if odd.any() else y == 0)[0])
-            raise ValueError(
-                f"y must hold labels in {{0, 1}} or {{-1, +1}}; y[{i}] = {float(y[i])!r}"
-            )
 
     def _labels(self, y: np.ndarray) -> np.ndarray:
         """Checked labels as the family's kernels take them: {-1, +1}."""
@@ -608,6 +645,7 @@ class BayesianLogisticRegression(Frozen):
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
         method = mechanisms.check_method(method, GLM_METHODS)
+        self._check_radius(method)
         if self.backend == "langevin":  # its own certificate: the K-step algorithm's law
             from ..sampling import langevin
 

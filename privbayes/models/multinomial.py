@@ -49,9 +49,9 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         docs/multinomial.md §3b).
     backend : "auto" (default: "exact" or "langevin", the cheaper certified back-end for
         the public inputs n, d, beta, c, eps, lam, size), "exact" (exact posterior draws
-        by rejection sampling, docs/multinomial.md §6; in-memory X), "langevin" (certified
-        noisy gradient descent, docs/multinomial.md §4), "imh" or "pymc" (approximate
-        MCMC releases).
+        by rejection sampling, docs/multinomial.md §6; X in memory or on Dask),
+        "langevin" (certified noisy gradient descent, docs/multinomial.md §4), "imh" or
+        "pymc" (approximate MCMC releases).
     fit_intercept, intercept_scaling, tune, draws, chains, target_accept, reruns,
     proposal_scale, step_scale, max_steps, delta_f, max_proposals : as in
         :class:`privbayes.BayesianLogisticRegression`.
@@ -63,8 +63,11 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     intercepts b = s W_{d+1} — and (size, d, K) with ``size``. Class k's score is
     x.W[:, k] + b_k; softmax of the scores gives the class probabilities.
 
-    Raises ValueError for K < 2 or not an integer, non-positive beta, c or radius, labels
-    outside {0, ..., K-1} (naming the first bad index).
+    Raises ValueError for K < 2 or not an integer, non-positive beta, c or radius, and
+    an option that does not apply (as in :class:`privbayes.BayesianLogisticRegression`:
+    ``radius`` with a method other than "ops" at sample/calibrate time); DataError (a
+    ValueError) at sample time for labels outside {0, ..., K-1}, NaN/inf or a row over the
+    norm bound (naming X or y, the count and the first row, in memory and in Dask alike).
     """
 
     methods = MULTINOMIAL_METHODS
@@ -126,16 +129,6 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         )
 
     # -- data ---------------------------------------------------------------------------
-    def _check_labels(self, y: np.ndarray) -> None:
-        k = self.n_classes
-        bad = ~np.isin(y, np.arange(k, dtype=float))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"y must hold integer labels in {{0, ..., {k - 1}}} (n_classes={k}); "
-                f"y[{i}] = {float(y[i])!r}"
-            )
-
     def _labels(self, y: np.ndarray) -> np.ndarray:
         return y.astype(np.int64)
 

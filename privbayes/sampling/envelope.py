@@ -11,7 +11,7 @@ tempered log posterior relative to its value there is at most (docs/exact.md, Th
     h(x)   = 1/2 - psi(x),  psi(x) = (e^-x + x - 1) / x^2       (Bach 2010, Lemma 1).
 
 The proposal is matched to this bound: a uniform direction and a radius whose density is a
-step function over a grid of cells (plus an exponential tail) lying above
+step function over a grid of cells (plus a Gaussian-decaying tail) lying above
 rho^(d-1) e^B(rho). Cell probabilities are integers over a common total, so the law we
 sample from is exactly the law we divide by. Every bound is rounded upwards; the unit
 roundoff is U = 2^-53 and gamma(k) = k U / (1 - k U) (Higham, Accuracy and Stability of
@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
@@ -33,6 +34,12 @@ NEGLIGIBLE = 60.0  # cells beyond the bulk keep their bound below peak - 60 (e^-
 BULK_STEP = 0.01  # target variation of the log envelope across one bulk cell
 MAX_CELLS = 200_000
 G_CELLS = 512  # cells of the maximisation over A in g_upper, per envelope cell
+
+
+def _float_down(q: Fraction) -> float:
+    """The largest float <= the rational q (q > 0 assumed for a useful value)."""
+    f = float(q)
+    return math.nextafter(f, -math.inf) if Fraction(f) > q else f
 
 
 def gamma(k: float) -> float:
@@ -138,8 +145,11 @@ class RadialEnvelope:
         N_k / sum N.
     log_density : (K,) L_k, the log of the proposal's radial density on cell k times the
         common constant C = m_max sum N / 2^40; L_k >= sup of log rho^(d-1) e^B on cell k.
-    tail_log_density, tail_slope : on rho >= rho_K the proposal's radial density (times C)
-        is exp(tail_log_density - tail_slope (rho - rho_K)), again above the bound.
+    tail_log_density, tail_slope, tail_curvature : on rho >= rho_K the proposal's radial
+        density (times C) is exp(tail_log_density - s x - g x^2 / 2), x = rho - rho_K,
+        s = tail_slope, g = tail_curvature: again above the bound (docs/exact.md, Lemma 4),
+        and decaying like the bound itself, so that proposals far beyond rho_K are as rare
+        as the bound allows (§7's edge).
     log_total : log W, W = S_(d-1) C: the proposal mass in u-space. The acceptance
         probability of one proposal is Z / W, Z = integral of the target in u-space.
     log_tail_bound : log of an upper bound on the bound's own mass beyond rho_K (u-space),
@@ -158,6 +168,7 @@ class RadialEnvelope:
     log_density: np.ndarray
     tail_log_density: float
     tail_slope: float
+    tail_curvature: float
     log_total: float
     log_density_error: float
     log_tail_bound: float
@@ -170,7 +181,8 @@ class RadialEnvelope:
         """Radii (size,) from the proposal, and the log proposal density at each (times C).
 
         The cell is an exact uniform integer below sum N; within a cell the radius is
-        uniform, in the tail rho_K + Exp(1) / slope.
+        uniform, in the tail rho_K + x with x drawn from the density proportional to
+        exp(-s x - g x^2 / 2) on x >= 0 (``tail_draw``: exact given exact variates).
         """
         cum = np.cumsum(self.weights)
         pick = rng.integers(0, int(cum[-1]), size=size, dtype=np.int64)
@@ -179,16 +191,24 @@ class RadialEnvelope:
         kc = np.minimum(k, self.log_density.size - 1)
         a, b = self.edges[kc], self.edges[kc + 1]
         rho = a + rng.random(size) * (b - a)
-        extra = rng.exponential(size=size) / self.tail_slope
-        rho = np.where(tail, self.rho_max + extra, rho)
-        log_q = np.where(
-            tail, self.tail_log_density - self.tail_slope * extra, self.log_density[kc]
-        )
+        log_q = self.log_density[kc].copy()
+        if tail.any():  # rare (the tail's share is ~2^-40 of the weight)
+            extra = tail_draw(rng, int(tail.sum()), self.tail_slope, self.tail_curvature)
+            rho[tail] = self.rho_max + extra
+            log_q[tail] = self._tail_log(extra)
         return rho, log_q
+
+    def _tail_log(self, x: np.ndarray) -> np.ndarray:
+        return self.tail_log_density - x * (self.tail_slope + 0.5 * self.tail_curvature * x)
 
     def log_q_error(self, rho: np.ndarray) -> np.ndarray:
         """Rounding-error bound of the log density returned by draw() at ``rho``."""
-        tail_part = 4.0 * U * (abs(self.tail_log_density) + self.tail_slope * rho)
+        x = np.maximum(np.asarray(rho, dtype=float) - self.rho_max, 0.0)
+        tail_part = (
+            8.0
+            * U
+            * (abs(self.tail_log_density) + x * (self.tail_slope + 0.5 * self.tail_curvature * x))
+        )
         return self.log_density_error + np.where(rho > self.rho_max, tail_part, 0.0)
 
     def bound(self, rho) -> np.ndarray:
@@ -196,8 +216,55 @@ class RadialEnvelope:
         rho = np.asarray(rho, dtype=float)
         k = np.searchsorted(self.edges, rho, side="right") - 1
         k = np.clip(k, 0, self.log_density.size - 1)
-        tail = self.tail_log_density - self.tail_slope * (rho - self.rho_max)
+        tail = self._tail_log(np.maximum(rho - self.rho_max, 0.0))
         return np.where(rho > self.rho_max, tail, self.log_density[k])
+
+    def log_tail_beyond(self, x: float) -> float:
+        """log P(a proposal's radius exceeds rho_K + x), x >= 0, rounded up (public)."""
+        w = self.weights.astype(float)
+        share = math.log(w[-1]) - math.log(w.sum())
+        s, g = self.tail_slope, self.tail_curvature
+        a = s / math.sqrt(g)
+        out = -x * (s + 0.5 * g * x) + log_mills(a + math.sqrt(g) * x) - log_mills(a)
+        return share + out + 1e-9 * (1.0 + abs(out) + abs(share))
+
+
+def log_mills(b):
+    """log of sqrt(pi / 2) erfcx(b / sqrt(2)) = log( e^(b^2/2) int_b^inf e^(-t^2/2) dt ),
+    elementwise (scipy's erfcx: relative error far below the 1e-12 allowed for it)."""
+    return np.log(special.erfcx(np.asarray(b, dtype=float) / math.sqrt(2.0))) + 0.5 * math.log(
+        0.5 * math.pi
+    )
+
+
+def log_tail_mass(s: float, g: float) -> float:
+    """log of int_0^inf exp(-s x - g x^2 / 2) dx = log_mills(s / sqrt g) - log(g) / 2."""
+    return float(log_mills(s / math.sqrt(g))) - 0.5 * math.log(g)
+
+
+def tail_draw(rng: np.random.Generator, count: int, s: float, g: float) -> np.ndarray:
+    """``count`` draws of x >= 0 with density proportional to exp(-s x - g x^2 / 2).
+
+    x = (Z - a) / sqrt(g), a = s / sqrt(g), Z a standard normal conditioned on Z >= a,
+    drawn exactly (given exact variates) by Robert's (1995) rejection samplers: for a < 1,
+    normals until one is >= a (acceptance >= 0.15); else a + E / alpha, E ~ Exp(1),
+    alpha = (a + sqrt(a^2 + 4)) / 2, kept with probability exp(-(Z - alpha)^2 / 2)
+    (acceptance >= 0.65). The number of variates used depends on the random stream only.
+    """
+    a = s / math.sqrt(g)
+    out = np.empty(count)
+    todo = np.arange(count)
+    alpha = 0.5 * (a + math.sqrt(a * a + 4.0))
+    while todo.size:
+        if a < 1.0:
+            z = rng.standard_normal(todo.size)
+            ok = z >= a
+        else:
+            z = a + rng.exponential(size=todo.size) / alpha
+            ok = rng.random(todo.size) <= np.exp(-0.5 * (z - alpha) ** 2)
+        out[todo[ok]] = (z[ok] - a) / math.sqrt(g)
+        todo = todo[~ok]
+    return np.maximum(out, 0.0)
 
 
 def log_sphere_area(d: int) -> float:
@@ -293,11 +360,18 @@ def build_envelope(
         + g_upper((1.0 + eta) * rk * rk * (1.0 + 2.0 * U), kappa, p, c, cells=G_CELLS)[0]
     )
     tail_h += 8.0 * U * abs(tail_h)
-    tail_s = (gam * rk - tau - (d - 1) / rk) * (1.0 - 16.0 * U)
+    # gam and the slope lose relative precision to cancellation (gam can be ~1e-6): both in
+    # exact rationals, rounded down (every concave piece has E'' <= -gam; Lemma 4)
+    gam_q = (1 - Fraction(eta)) - Fraction(kappa) * (1 + Fraction(eta))
+    slope_q = gam_q * Fraction(rk) - Fraction(tau) - (d - 1) / Fraction(rk)
+    tail_s = _float_down(slope_q) * (1.0 - 4.0 * U)
     if not tail_s > 0:
         raise ValueError("the envelope's tail slope is not positive")
-    # integer weights: N_k >= 2^40 m_k / m_max, m_k = e^H_k (b - a), tail e^H_T / s
-    log_m = np.append(heights + np.log(b - a), tail_h - math.log(tail_s))
+    tail_g = _float_down(gam_q) * (1.0 - 4.0 * U)
+    log_tail_m = log_tail_mass(tail_s, tail_g)  # int_0^inf e^(-s x - g x^2/2) dx
+    tail_err = 1e-12 * (1.0 + abs(log_tail_m))  # erfcx's error, generously
+    # integer weights: N_k >= 2^40 m_k / m_max, m_k = e^H_k (b - a), tail e^H_T T(s, g)
+    log_m = np.append(heights + np.log(b - a), tail_h + log_tail_m + tail_err)
     log_m_err = 8.0 * U * (np.abs(log_m) + 40.0) + 1e-15
     lm_max = float(log_m.max())
     ratio_up = np.exp(log_m - lm_max + log_m_err + 8.0 * U * abs(lm_max))
@@ -307,16 +381,17 @@ def build_envelope(
         raise ValueError("the envelope has too many cells for 64-bit weights")
     const = lm_max - WEIGHT_BITS * math.log(2.0)
     log_density = np.log(weights[:-1].astype(float)) - np.log(b - a) + const
-    tail_log_density = math.log(float(weights[-1])) + math.log(tail_s) + const
+    tail_log_density = math.log(float(weights[-1])) - log_tail_m + const
     err = 8.0 * U * (float(np.abs(log_density).max()) + abs(tail_log_density) + 64.0)
+    err += tail_err
     log_total = log_sphere_area(d) + math.log(float(total)) + const
     log_total += 8.0 * U * (abs(log_total) + 64.0)
     for arr in (edges, weights, log_density):
         arr.setflags(write=False)
-    log_tail = log_sphere_area(d) + tail_h - math.log(tail_s) + 1e-12
+    log_tail = log_sphere_area(d) + tail_h + log_tail_m + tail_err + 1e-12
     return RadialEnvelope(
         d, p, kappa, c, tau, eta, edges, weights, log_density, tail_log_density, tail_s,
-        log_total, err, log_tail,
+        tail_g, log_total, err, log_tail,
     )  # fmt: skip
 
 

@@ -8,14 +8,13 @@ anything.
 
 How (docs/exact.md):
 
-1. **Fit.** A fixed number of damped Newton steps (FIT_ITERATIONS, each one pass for the
-   gradient and Hessian and one pass evaluating two step lengths) from w = 0, the first
-   WARM_ITERATIONS of them on a fixed subsample gives w_hat and the
-   Cholesky factor L of the Hessian there. Their rounding errors are bounded (blocked
-   sums), and the fit is *certified*: the whitened gradient ||L^-1 grad f(w_hat)|| is at
-   most the public tolerance GRAD_TOL and L L^T is within a public relative error eta of
-   the true Hessian. The count is fixed, so the fit's running time does not depend on the
-   data.
+1. **Fit.** Damped Newton steps from a warm start (a few steps on a fixed subsample)
+   or from w = 0, *until the fit is certified*: the whitened gradient
+   ||L^-1 grad f(w_hat)|| is at most the public tolerance GRAD_TOL and L L^T is within a
+   public relative error eta of the true Hessian (privbayes.sampling.exact_fit). Their
+   rounding errors are bounded (blocked sums). Theorem 5 bounds the number of steps from
+   public inputs for every data set, so the back-end never refuses because of the data;
+   only the running time depends on it (docs/exact.md §6).
 2. **Envelope.** In u = L^T (w - w_hat), the logistic loss's generalized self-concordance
    (|phi'''| <= phi'', Bach 2010) bounds log pi(w) - log pi(w_hat) by a function B of
    ||u|| that depends on public inputs only (privbayes.sampling.envelope).
@@ -29,7 +28,7 @@ How (docs/exact.md):
    proposal (the first k for size=k); with fewer accepted, nothing is released and
    ExactSamplingError is raised. P(failure) <= delta_f for every data set, so the release
    is within total variation delta_f of an exact draw: (lam, eps)-RDP of the exact draw
-   gives (eps', delta + delta_f)-DP wherever it gives (eps', delta)-DP.
+   gives (eps', delta + delta_f)-DP wherever it gives (eps', delta)-DP (eps' <= 700).
 
 A computed ratio above the envelope (beyond the bounded rounding error) is a bug and raises
 EnvelopeViolationError; nothing is then released.
@@ -48,8 +47,16 @@ from scipy import linalg, special
 from scipy.linalg import blas
 
 from ..errors import InfeasiblePrivacyError, PrivBayesError, SamplingError
+from . import bernoulli
 from . import envelope as env_mod
 from .envelope import U, gamma
+from .exact_fit import (  # WARM_ITERATIONS: for auto's public cost model (models.logistic)
+    WARM_ITERATIONS,  # noqa: F401
+    WARM_ROWS,
+    FitBoundError,
+    certified_fit,
+    fit_bounds,
+)
 from .imh import _threads
 from .passes import is_rows
 
@@ -58,6 +65,7 @@ __all__ = [
     "MAX_PROPOSALS",
     "EnvelopeViolationError",
     "ExactInfeasibleError",
+    "FitBoundError",
     "ExactPlan",
     "ExactSamplingError",
     "exact_feasibility",
@@ -68,11 +76,11 @@ __all__ = [
 DELTA_F = 1e-12  # default failure probability: P(no release) for every data set
 MAX_PROPOSALS = 10**6  # default cap on proposals per call (size=k shares one budget)
 GRAD_TOL = 1e-4  # certified whitened gradient ||L^-1 grad f(w_hat)|| at the Newton point
-WARM_ROWS = 50_000  # the Newton fit starts on a fixed, evenly spread subsample of this size
-WARM_ITERATIONS = 8  # Newton steps on it (all rows when n <= WARM_ROWS), then
-FIT_ITERATIONS = 8  # steps on all rows; always all of them (constant running time).
-# Measured: <= 5 steps on Abalone, Adult and MNIST at beta >= 1e-3; 12 on identical rows
-# with a single label at beta = 1e-5
+# the fit: WARM_ITERATIONS steps on a fixed subsample of WARM_ROWS rows (exact_fit), then
+# steps on all rows until certified (measured: 2-6 on Abalone, Adult, MNIST and
+# adversarial arrangements; Theorem 5 bounds them for every data set)
+EDGE_EPS = 700.0  # the conversion's eps' up to which the proposals' edge event is covered
+EDGE_SHARE = 2.0**-10  # share of delta_f given to the edge event (docs/exact.md §7)
 BATCH = 256  # proposals per pass over X
 FIT_ROWS = 32_768  # rows per block of the gradient / Hessian sums (their error bound)
 LOGLIK_ROWS = 8_192  # rows per block of the proposals' pass (2^21 margins at BATCH = 256)
@@ -146,8 +154,13 @@ class ExactPlan:
     expected_proposals_per_draw : 1 / a_min.
     log_envelope : log(W / Z_low): a_min = e^(-2 e) (e^-log_envelope - Z(tail) / W) times, for
         OPS, the ball factor (docs/exact.md, Theorem 3).
-    log_density_error : bound on the rounding error of a computed log-density ratio for
-        proposals inside the envelope's grid (see docs/exact.md, "Floating point").
+    log_density_error : ē, the bound on the rounding error of a computed log-density
+        ratio (the triangular solve's included) for every proposal of radius up to
+        ``edge_radius`` (docs/exact.md §7).
+    edge_radius : the radius beyond which the bound ē is not claimed; the probability that
+        any of the N proposals lands beyond it is at most e^log_edge_probability (public:
+        the radii are drawn from the public envelope), covered by delta_f (§7).
+    fit : the certified Newton fit's public bounds (exact_fit.FitBounds, Theorem 5).
     """
 
     n: int
@@ -173,6 +186,10 @@ class ExactPlan:
     radius: float | None
     log_density_error: float
     max_proposals: int
+    lam_bound: float
+    edge_radius: float
+    log_edge_probability: float
+    fit: object = field(repr=False)
     envelope: env_mod.RadialEnvelope = field(repr=False)
 
     @property
@@ -190,9 +207,10 @@ class ExactPlan:
             "acceptance_lower_bound": self.acceptance_lower_bound,
             "expected_proposals_per_draw": self.expected_proposals_per_draw,
             "log_envelope": self.log_envelope,
-            "newton_steps": WARM_ITERATIONS + FIT_ITERATIONS,
-            "newton_warm_rows": min(self.n, WARM_ROWS),
+            "newton_warm_rows": min(self.n, WARM_ROWS) if self.n > WARM_ROWS else 0,
+            **self.fit.public(),
             "log_density_error": self.log_density_error,
+            "edge_radius": self.edge_radius,
         }
         if self.log_ball_mass is not None:
             out["ops_ball_mass_lower_bound"] = math.exp(self.log_ball_mass)
@@ -343,19 +361,50 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
     trace = (1.0 + eta) * min(d * kappa, trace_data / p_low) * (1.0 + 4.0 * U)
     log_z = env_mod.log_mass_lower(d, p_low, c_env, eta, trace, spread_dof=max(0, classes - 1))
     log_env = env.log_total - log_z
-    # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low - Z(tail)) / W, the
-    # rounding allowance e(u) <= e_pub holding on the grid (docs/exact.md, Theorem 3)
-    v_max = env.rho_max * math.sqrt((1.0 + eta) / p_low)
-    if classes:
-        e_pub = float(
-            sm.log_density_error(n, features, classes, r, p, c_env, w_max, v_max, env.rho_max)
+    # the fit's public step bound (Theorem 5): refused here if it cannot be proven
+    kern = _Kernels(c_env, classes, features)
+    try:
+        fit = fit_bounds(
+            n=n, dim=d, r=r, p_low=p_low, p_up=p, m_self=c_self, lam_bound=lam_bound,
+            kappa=kappa, grad_record=c_self if classes else c_env,
+            f0=r * n * math.log(classes or 2) * (1.0 + 8.0 * U), tau=tau, w_max=w_max,
+            lf2_max=lf2_max, trace_data=trace_data, mode_norm=mode_norm, eta_cert=eta,
+            delta_h_cert=delta_h,
+            delta_h_at=lambda wn, lf2: kern.delta_h_n(n, r, p, wn, lf2),
+            grad_error_at=lambda wn, gn: kern.grad_error_n(n, r, p, wn, gn),
+        )  # fmt: skip
+    except ValueError as err:
+        raise ExactInfeasibleError(
+            f"the exact back-end cannot certify its Newton fit for n={n}, {shape}, "
+            f"beta={beta:g}, c={c:g}, r={r:g}, m={m:g}: {err}; use a larger beta or "
+            "another back-end"
+        ) from None
+    # the triangular solves' rounding factor (Lemma 7b), then the allowance e_pub at an
+    # edge radius (§7): every proposal up to the edge has e(u) <= e_pub
+    inv_l = math.sqrt((1.0 + eta) / p_low) * (1.0 + 4.0 * U)  # >= ||L^-1||_2
+    gam_s = gamma(2 * d) * math.sqrt(lf2_max) * inv_l
+    if not gam_s < 0.5:
+        raise ExactInfeasibleError(
+            f"the exact back-end's triangular solves are too ill-conditioned for n={n}, "
+            f"{shape}, beta={beta:g}, c={c:g} (rounding factor {gam_s:.3g})"
         )
-    else:
-        e_pub = float(_log_density_error(n, d, r, p, c_env, w_max, v_max, env.rho_max))
-    e_pub += env.log_density_error
+    grad_all = r * n * (c_self if classes else c_env) * (1.0 + 4.0 * U)
+
+    def allowance(edge: float) -> float:
+        v_edge = edge * inv_l / (1.0 - gam_s)  # >= ||v_hat|| for rho <= edge
+        rho_lr = np.array([edge, _RHO_FLOOR])  # the (d - 1) log rho term peaks at an end
+        return float(
+            np.max(kern.log_density_n(n, d, r, p, w_max, v_edge, rho_lr))
+            + env.log_q_error(np.array([edge]))[0]
+            + solve_error(
+                c_self, lam_bound, p, p_low, eta, tau, lf2_max, d, edge, v_edge, grad_all, w_max
+            )
+            + float(bernoulli.error(bernoulli.FLOOR))
+        )
+
     tail_share = math.exp(env.log_tail_bound - env.log_total)  # >= Z(tail) / W
     core = math.exp(-log_env) * (1.0 - 8.0 * U) - tail_share
-    log_a = (math.log(core) if core > 0 else -math.inf) - 2.0 * e_pub
+    log_core = math.log(core) if core > 0 else -math.inf
     log_ball = None
     if radius is not None:
         # the kept set is {||w|| computed (1 + 4 d U) <= R}: a ball of radius >= R (1 - 8dU);
@@ -371,7 +420,22 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
                 f"sqrt(P / (n beta)) = {math.sqrt(dim / p_low):.3g}); use a larger radius or "
                 "another back-end"
             )
-        log_a += log_ball
+    # per proposal: P(accept) = int q alpha >= e^(-2 e_pub) (Z_low - Z(tail)) / W (times
+    # the ball's mass for OPS; Theorem 3). The edge is set for at most ``cap`` proposals and
+    # (1 + e^EDGE_EPS) P(any beyond it) <= EDGE_SHARE delta_f; a second pass sets it for the
+    # budget N the first gave (N can only shrink: e_pub shrinks with the edge).
+    cap = max_proposals
+    for _ in range(2):
+        edge, log_edge = _edge(env, cap, delta_f)
+        e_pub = allowance(edge)
+        log_a = log_core - 2.0 * e_pub + (log_ball if log_ball is not None else 0.0)
+        if log_a == -math.inf:
+            break
+        a_min = math.exp(log_a) * (1.0 - 64.0 * U)
+        first = _budget(a_min, size, delta_f * (1.0 - EDGE_SHARE), cap)
+        if first is None or first == cap:
+            break
+        cap = first
     a_min = math.exp(log_a) * (1.0 - 64.0 * U)
     expected = 1.0 / a_min if a_min > 0 else math.inf
     if log_a == -math.inf:
@@ -388,7 +452,7 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
             max_proposals=max_proposals,
             expected=math.inf,
         )
-    proposals = _budget(a_min, size, delta_f, max_proposals)
+    proposals = _budget(a_min, size, delta_f * (1.0 - EDGE_SHARE), max_proposals)
     if proposals is None:
         raise ExactInfeasibleError(
             f"the exact back-end needs more than max_proposals={max_proposals:,} proposals "
@@ -396,7 +460,9 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
             f"acceptance bound a_min = {a_min:.3g}: about {expected:.3g} proposals per draw, "
             f"log envelope {log_env:.2f}) for n={n}, {shape}, beta={beta:g}, r={r:g}, m={m:g}; "
             "use another back-end, a larger beta, or raise max_proposals",
-            proposals=_budget(a_min, size, delta_f, None) if a_min > 1e-12 else None,
+            proposals=(
+                _budget(a_min, size, delta_f * (1.0 - EDGE_SHARE), None) if a_min > 1e-12 else None
+            ),
             max_proposals=max_proposals,
             expected=expected,
         )
@@ -406,11 +472,36 @@ def _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, classes=0) 
         w_max=w_max, lf2_max=lf2_max, size=size, delta_f=delta_f, proposals=proposals,
         passes=math.ceil(proposals / BATCH), acceptance_lower_bound=a_min,
         log_envelope=log_env, log_ball_mass=log_ball, radius=radius,
-        log_density_error=e_pub, max_proposals=max_proposals, envelope=env,
+        log_density_error=e_pub, max_proposals=max_proposals, lam_bound=lam_bound,
+        edge_radius=edge, log_edge_probability=log_edge, fit=fit, envelope=env,
     )  # fmt: skip
 
 
 ZSIG_MAX = 0.278465  # max over z of z sigma(-z) = z / (1 + e^z) (at z = 1.2785; 0.2784645...)
+
+
+def _edge(env: env_mod.RadialEnvelope, max_proposals: int, delta_f: float):
+    """(edge radius, log t): with N <= max_proposals proposals, t bounds the probability
+    that a proposal lands beyond the edge or has its acceptance cut at bernoulli.FLOOR,
+    and (1 + e^EDGE_EPS) t <= EDGE_SHARE delta_f (public: the radii's law is the
+    envelope's; docs/exact.md §7)."""
+    log_n = math.log(max_proposals)
+    budget = math.log(delta_f * EDGE_SHARE) - EDGE_EPS - math.log1p(math.exp(-EDGE_EPS))
+    floor_part = log_n + bernoulli.FLOOR  # each proposal's acceptance below e^FLOOR
+    room = math.log(-math.expm1(floor_part - budget)) + budget  # budget - floor part
+    if env.log_tail_beyond(0.0) + log_n <= room:
+        return env.rho_max, float(np.logaddexp(env.log_tail_beyond(0.0) + log_n, floor_part))
+    lo, hi = 0.0, 1.0
+    while env.log_tail_beyond(hi) + log_n > room:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if env.log_tail_beyond(mid) + log_n > room:
+            lo = mid
+        else:
+            hi = mid
+    total = np.logaddexp(env.log_tail_beyond(hi) + log_n, floor_part)
+    return env.rho_max + hi * (1.0 + 8.0 * U), float(total)
 
 
 def _mode_norm_bound(n: int, r: float, c_env: float, p: float) -> float:
@@ -537,17 +628,103 @@ def _log_density_error(n, d, r, p, c_env, w_norm, v_norm, rho):
     )
     # sums in groups of 256 rows, then the group sums of a block, the thread partials, the
     # block totals and a Dask engine's tree (exact_softmax.TREE): each term's path
-    from .exact_softmax import GROUP, MAX_THREADS, TREE
+    # (the thread partials and the block totals: one correctly rounded sum each)
+    from .exact_softmax import GROUP, TREE
 
-    nb = math.ceil(n / LOGLIK_ROWS)
-    depth = GROUP + LOGLIK_ROWS // GROUP + 1 + MAX_THREADS + nb + TREE
+    depth = GROUP + LOGLIK_ROWS // GROUP + 1 + 2 + TREE
     summed = n * (per + gamma(depth) * (amax + per))
     loglik = r * summed * (1.0 + 4.0 * U) + 2.0 * U * r * n * (z0 + amax + 1.0)
     prior = p * (w_norm * v_norm + v_norm * v_norm) * (gd + 8.0 * U)
     with np.errstate(divide="ignore"):
-        lr = (d - 1) * np.abs(np.log(np.maximum(rho, 1e-300)))
+        lr = (d - 1) * np.abs(np.log(np.maximum(rho, _RHO_FLOOR)))
     combine = 4.0 * U * (r * n * (z0 + amax + 1.0) + p * (w_norm + v_norm) * v_norm + lr)
     return 1.1 * (loglik + prior + 4.0 * U * lr + combine)
+
+
+_RHO_FLOOR = 5e-324  # the smallest positive float: |log rho| <= 744.5 for every rho > 0
+
+
+def solve_error(m_self, lam_bound, p_up, p_low, eta, tau, lf2, d, rho, v_norm, grad, w_norm):
+    """Bound on |log pi(w_hat + v_hat) - log pi(w_hat + L^-T u)|, v_hat the computed
+    solution of L^T v = u (docs/exact.md §7, Lemma 7b). Vectorised over rho, v_norm.
+
+    The solve's backward error (|Delta| <= gamma_2d |L^T| per column; Higham Thm 8.5,
+    doubled for blocked BLAS-3 solves) gives ||L^T (v_hat - v)|| <= gamma_2d ||L||_F
+    ||v_hat||; with H <= (1 + eta) L L^T and the gradient of f along the segment bounded in
+    the Hessian norm by ||H^-1/2 g|| + min((e^x - 1)/x, (p + lambda)/p) ||H^1/2 v'||,
+    x = M ||v'|| (generalized self-concordance), the difference is at most their product.
+    ``v_norm`` >= ||v_hat||, ``lf2`` >= ||L||_F^2, ``tau`` >= ||L^-1 g||. Or, whichever is
+    smaller, ||grad f|| <= ``grad`` + p ||w|| (``grad`` >= r n times a record's gradient
+    bound, ``w_norm`` >= ||w_hat||) times ||v_hat - v|| <= ||L^-1|| gamma_2d ||L||_F ||v_hat||.
+    """
+    rho = np.asarray(rho, dtype=float)
+    v_norm = np.asarray(v_norm, dtype=float)
+    r_err = gamma(2 * d) * math.sqrt(lf2) * v_norm  # >= ||L^T (v_hat - v)||
+    inv_l = math.sqrt((1.0 + eta) / p_low) * (1.0 + 4.0 * U)
+    seg = v_norm + inv_l * r_err  # >= ||v'|| on the segment [v, v_hat]
+    # the same difference in Euclidean terms: ||grad f|| <= r n G + p ||w|| everywhere
+    euclid = (grad + p_up * (w_norm + seg)) * inv_l * r_err * 1.01
+    x = m_self * seg * (1.0 + 4.0 * U)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grow = np.where(x < 700.0, np.expm1(np.minimum(x, 700.0)) / np.maximum(x, 1e-300), np.inf)
+    grow = np.where(x > 0, grow, 1.0)
+    grow = np.minimum(grow, (p_up + lam_bound) / p_low * (1.0 + 4.0 * U))
+    s1 = math.sqrt(1.0 + eta)
+    g_part = tau / math.sqrt(1.0 - eta)  # >= ||H^-1/2 g||
+    return np.minimum(1.01 * (g_part + grow * s1 * (rho + r_err)) * s1 * r_err, euclid)
+
+
+@dataclass(frozen=True)
+class _Kernels:
+    """The family's rounding-error bounds (binary: Lemmas 5, 7; softmax: docs/multinomial.md
+    Lemma M5) for a problem ``prob`` (its n, r and p) or for public (n, r, p)."""
+
+    c_env: float
+    classes: int
+    features: int
+
+    def delta_h_n(self, n, r, p, w_norm, lf2):
+        if self.classes:
+            from . import exact_softmax as sm
+
+            return sm.delta_h(n, self.features, self.classes, r, self.c_env, w_norm, lf2, p)
+        return _delta_h(n, self.features, r, self.c_env, w_norm, lf2, p)
+
+    def grad_error_n(self, n, r, p, w_norm, g_norm):
+        if self.classes:
+            from . import exact_softmax as sm
+
+            k = self.classes
+            return sm.grad_error(n, self.features, k, r, self.c_env, w_norm, g_norm, p)
+        return _grad_error(n, self.features, r, self.c_env, w_norm, g_norm, p)
+
+    def log_density_n(self, n, dim, r, p, w_norm, v_norm, rho):
+        if self.classes:
+            from . import exact_softmax as sm
+
+            k = self.classes
+            return sm.log_density_error(n, self.features, k, r, p, self.c_env, w_norm, v_norm, rho)
+        return _log_density_error(n, dim, r, p, self.c_env, w_norm, v_norm, rho)
+
+    # the problem-bound forms used by privbayes.sampling.exact_fit
+    def delta_h(self, prob, w_norm, lf2):
+        return self.delta_h_n(prob.n, prob.r, prob.p, w_norm, lf2)
+
+    def grad_error(self, prob, w_norm, g_norm):
+        return self.grad_error_n(prob.n, prob.r, prob.p, w_norm, g_norm)
+
+    def line_error(self, prob, w_norm, v_norm):
+        """Bound on |computed - true| of f(w + v) - f(w) as exact_fit computes it (the
+        proposals' log-density kernel and its Lemma 7 / M5 bound, without log rho)."""
+        try:
+            return self.log_density_n(prob.n, prob.d, prob.r, prob.p, w_norm, v_norm, 1.0)
+        except ValueError:  # no bound (absurd scores): the comparison is not certain
+            return np.full(np.shape(v_norm), np.inf)
+
+
+def _kernels(plan: ExactPlan) -> _Kernels:
+    features = plan.d // (plan.classes - 1) if plan.classes else plan.d
+    return _Kernels(plan.c_env, plan.classes, features)
 
 
 # -- the data side: certified Newton fit ----------------------------------------------------
@@ -649,25 +826,13 @@ class _Problem:
         h = np.triu(h) + np.triu(h, 1).T
         return z, g, h
 
-    def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        """sum_i [phi(z_i - t b_i) - phi(z_i)], b = X y step, for each t in ts: one pass."""
-
-        def block(bounds):
-            s, e = bounds
-            zb, bb = z[s:e], _product(self.xy[s:e], step)
-            cand = zb[:, None] - bb[:, None] * ts[None, :]
-            base = _softplus(zb.copy())
-            return (_softplus(cand) - base[:, None]).sum(axis=0)
-
-        return np.sum(self._map(block, FIT_ROWS), axis=0)
-
     def loglik_diff(self, z0: np.ndarray, sp0: np.ndarray, vt: np.ndarray) -> np.ndarray:
         """S_j = sum_i [phi(z0_i + x_i y_i . v_j) - phi(z0_i)] for the columns v_j of vt.
 
         One pass over X: per row block a matrix product (BLAS threads as configured) and
         the softplus differences split over the row threads, as imh.Target does.
         """
-        from .exact_softmax import MAX_THREADS, grouped_sum
+        from .exact_softmax import MAX_THREADS, exact_rounded_sum, grouped_sum
 
         rows = LOGLIK_ROWS  # whatever cols: the bound counts ceil(n / rows) blocks
         threads = min(self.threads, MAX_THREADS)
@@ -691,11 +856,11 @@ class _Problem:
                         (zb[i : i + step], z0b[i : i + step], sp0b[i : i + step])
                         for i in range(0, zb.shape[0], step)
                     ]
-                    total.append(np.sum(list(pool.map(part, chunks)), axis=0))
+                    total.append(exact_rounded_sum(list(pool.map(part, chunks))))
         finally:
             if pool is not None:
                 pool.shutdown()
-        return np.sum(total, axis=0)
+        return exact_rounded_sum(total)
 
 
 def _rows_problem(u: np.ndarray, r: float) -> _Problem:
@@ -730,11 +895,6 @@ def _gh_chunk(u: np.ndarray, w: np.ndarray, r: float):
 def _margins(u: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The margins u w in FIT_ROWS blocks, as _Problem.grad_hess computes them."""
     return np.concatenate([_product(u[s : s + FIT_ROWS], w) for s in range(0, len(u), FIT_ROWS)])
-
-
-def _line_chunk(u: np.ndarray, w: np.ndarray, step: np.ndarray, ts: np.ndarray):
-    prob = _rows_problem(u, 0.0)
-    return prob.line_values(_margins(u, w), step, ts)
 
 
 def _loglik_chunk(u: np.ndarray, w_hat: np.ndarray, vts: list) -> tuple:
@@ -774,9 +934,6 @@ class _DaskProblem:
         h = np.triu(h) + np.triu(h, 1).T
         return np.array(w, dtype=float), g, h
 
-    def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        return self.rows.reduce(_line_chunk, z, step, ts)
-
     def base(self, z0: np.ndarray) -> None:
         return None
 
@@ -785,92 +942,11 @@ class _DaskProblem:
         return list(out)
 
 
-@dataclass(frozen=True)
-class _Fit:
-    w_hat: np.ndarray
-    chol: np.ndarray  # lower L, L L^T within eta of the Hessian at w_hat
-    z0: np.ndarray  # computed margins at w_hat
-    tau: float  # certified ||L^-1 grad f(w_hat)||
-    delta_h: float  # certified ||H - L L^T||_2
-
-
-def _newton(prob: _Problem, w: np.ndarray, iterations: int, c_env: float) -> np.ndarray:
-    """``iterations`` damped Newton steps on prob's f from w (always all of them)."""
-    d, p, r = prob.d, prob.p, prob.r
-    for _ in range(iterations):
-        z, g, h = prob.grad_hess(w)
-        h[np.diag_indices(d)] += p
-        try:
-            step = linalg.cho_solve((linalg.cholesky(h, lower=True), True), g)
-        except linalg.LinAlgError:  # not expected (H >= p I): fall back to a gradient step
-            step = g / (p + np.abs(h).sum(axis=1).max())
-        # Two steps, evaluated in one pass: the full Newton step and the damped step
-        # t = log(1 + c ||step||) / (c ||step||), which decreases f whenever step != 0
-        # (generalized self-concordance; docs/exact.md, Lemma 8). The better one is taken.
-        cs = c_env * float(np.linalg.norm(step))
-        ts = np.array([1.0, math.log1p(cs) / cs if cs > 0 else 1.0])
-        # f(w - t step) - f(w) for each t: likelihood part in one pass, prior in closed form
-        diff = r * prob.line_values(z, step, ts) + p * ts * (0.5 * ts * (step @ step) - w @ step)
-        best = int(np.argmin(diff))
-        if diff[best] < 0:
-            w = w - ts[best] * step
-    return w
-
-
-def _fit(prob: _Problem, plan: ExactPlan) -> _Fit:
-    """The certified Newton point: WARM_ITERATIONS steps on a fixed subsample of WARM_ROWS
-    rows (all rows when n <= WARM_ROWS), FIT_ITERATIONS on all rows, then the certificate.
-
-    The subsample (rows spread evenly, likelihood weighted by n / WARM_ROWS) only chooses
-    the starting point; the schedule depends on n alone, so the running time does not
-    depend on the data. Raises SamplingError when the certificate fails.
-    """
-    d, p, r = prob.d, prob.p, prob.r
-    w = np.zeros(d)
-    w = _newton(prob.subsample(WARM_ROWS), w, WARM_ITERATIONS, plan.c_self)
-    w = _newton(prob, w, FIT_ITERATIONS, plan.c_self)
-    z, g, h = prob.grad_hess(w)
-    h[np.diag_indices(d)] += p
-    try:
-        chol = linalg.cholesky(h, lower=True)
-    except linalg.LinAlgError:
-        raise SamplingError(
-            "the exact back-end's Hessian is not numerically positive definite; nothing was "
-            "released"
-        ) from None
-    w_norm = float(np.linalg.norm(w)) * (1.0 + d * U)
-    lf2 = float((chol * chol).sum()) * (1.0 + 2.0 * d * U)
-    if not (w_norm <= plan.w_max and lf2 <= plan.lf2_max):
-        raise SamplingError(
-            "the exact back-end's fit left its public bounds (||w_hat|| or trace of the "
-            "Hessian): nothing was released"
-        )
-    if plan.classes:
-        from . import exact_softmax as sm
-
-        k = plan.classes
-        delta_h = sm.delta_h(prob.n, d // (k - 1), k, r, plan.c_env, w_norm, lf2, p)
-    else:
-        delta_h = _delta_h(prob.n, d, r, plan.c_env, w_norm, lf2, p)
-    inv_sqrt = math.sqrt((1.0 + plan.eta) / plan.p) * (1.0 + 4.0 * U)  # >= ||L^-1||_2
-    x_hat = linalg.solve_triangular(chol, g, lower=True)
-    g_norm = float(np.linalg.norm(g))
-    if plan.classes:
-        g_err = sm.grad_error(prob.n, d // (k - 1), k, r, plan.c_env, w_norm, g_norm, p)
-    else:
-        g_err = _grad_error(prob.n, d, r, plan.c_env, w_norm, g_norm, p)
-    tau = (
-        float(np.linalg.norm(x_hat)) * (1.0 + gamma(d) * math.sqrt(lf2) * inv_sqrt)
-        + g_err * inv_sqrt
-    ) * (1.0 + 8.0 * U)
-    if not (tau <= plan.tau and delta_h <= plan.delta_h):
-        raise SamplingError(
-            f"Newton's method did not certify the mode in {WARM_ITERATIONS + FIT_ITERATIONS} "
-            f"steps (whitened "
-            f"gradient bound {tau:.3g} > {plan.tau:g}): nothing was released. This depends on "
-            "the data and is not covered by delta_f (docs/exact.md, 'Limits')"
-        )
-    return _Fit(w, chol, z, tau, delta_h)
+def _fit(prob, plan: ExactPlan):
+    """The certified Newton point for ``prob`` under ``plan`` (exact_fit.certified_fit):
+    damped Newton steps until the certificate holds, within the plan's public step bound
+    (Theorem 5, docs/exact.md §6). Returns an exact_fit.Fit."""
+    return certified_fit(prob, plan, _kernels(plan))
 
 
 # -- the release -----------------------------------------------------------------------------
@@ -893,10 +969,9 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
     z0 = fit.z0
     sp0 = prob.base(z0)
     w_norm = float(np.linalg.norm(w_hat)) * (1.0 + d * U)
-    if plan.classes:
-        from .exact_softmax import log_density_error
-
-        k = plan.classes
+    lf2 = float((chol * chol).sum()) * (1.0 + 2.0 * d * U)
+    kern = _kernels(plan)
+    grad_all = prob.n * r * (plan.c_self if plan.classes else plan.c_env) * (1.0 + 4.0 * U)
     kept: list[np.ndarray] = []
     accepted = inside = 0
     worst = -math.inf
@@ -911,7 +986,7 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
                 remaining -= count
                 rho, log_q = env.draw(rng, count)
                 u = rho[:, None] * _directions(rng, count, d)
-                log_u = np.log1p(-rng.random(count))  # log of a uniform on (0, 1]
+                first = rng.random(count)  # the accept tests' first uniform words
                 # (d, count): L^T v = u
                 v = linalg.solve_triangular(chol, u.T, trans="T", lower=True)
                 # softmax OPS: the shift of every proposal (a fixed count of normals), so
@@ -921,21 +996,25 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
                     if plan.classes and plan.radius is not None
                     else None
                 )
-                batches.append((count, rho, log_q, log_u, shift, v))
+                batches.append((count, rho, log_q, first, shift, v))
             sums = prob.loglik_diffs(z0, sp0, [b[-1] for b in batches])
             pending = [(*b, sm) for b, sm in zip(batches, sums, strict=True)]
-        count, rho, log_q, log_u, shift, v, s = pending.pop(0)
+        count, rho, log_q, first, shift, v, s = pending.pop(0)
         vv = np.einsum("ij,ij->j", v, v)
         ell = -r * s - p * (w_hat @ v) - 0.5 * p * vv
         v_norm = np.sqrt(vv) * (1.0 + d * U)
-        if plan.classes:
-            err = log_density_error(prob.n, d // (k - 1), k, r, p, plan.c_env, w_norm, v_norm, rho)
-        else:
-            err = _log_density_error(prob.n, d, r, p, plan.c_env, w_norm, v_norm, rho)
-        err = err + env.log_q_error(rho)
+        err = kern.log_density_n(prob.n, d, r, p, w_norm, v_norm, rho) + env.log_q_error(rho)
+        # the test is evaluated at w_hat + v_hat, the proposal is w_hat + L^-T u (Lemma 7b)
+        err = err + solve_error(
+            plan.c_self, plan.lam_bound, p, plan.p, plan.eta, fit.tau, lf2, d, rho, v_norm,
+            grad_all, w_norm,
+        )  # fmt: skip
         with np.errstate(divide="ignore"):
             lr = (d - 1) * np.log(rho) if d > 1 else np.zeros(count)
         log_alpha = ell - err + lr - (log_q - _shift)
+        # the exact Bernoulli decision accepts with probability in
+        # [exp(log_alpha - e_bern), exp(log_alpha)]: part of the law's allowance
+        err = err + bernoulli.error(log_alpha)
         worst = max(worst, float(log_alpha.max()))
         err_max = max(err_max, float(err.max()))
         if worst > 0.0 or np.isnan(log_alpha).any():  # -inf (rho = 0) is a rejection
@@ -944,7 +1023,7 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
                 "(after its rounding-error allowance): this is a bug in privbayes; nothing "
                 "was released"
             )
-        acc = log_u <= log_alpha
+        acc = bernoulli.accept_exp(rng, first, log_alpha)  # P = exp(log_alpha), exactly
         accepted += int(acc.sum())
         w = w_hat[:, None] + v[:, acc]
         if plan.radius is not None and plan.classes:
@@ -962,6 +1041,7 @@ def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: fl
         "max_log_ratio": worst,
         "log_density_error_max": err_max,
         "gradient_bound": fit.tau,
+        "newton_steps": fit.steps,
         "seconds_fit": t_fit,
         "seconds_proposals": time.perf_counter() - t0 - t_fit,
     }
@@ -981,7 +1061,7 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
 
     Raises ExactInfeasibleError (public inputs; before the data are touched),
     ExactSamplingError (fewer than ``size`` accepted; probability <= delta_f),
-    SamplingError (the Newton fit could not be certified), EnvelopeViolationError (a bug).
+    EnvelopeViolationError and FitBoundError (bugs: a proven bound was exceeded).
     """
     classes = check_family(getattr(model, "family", None))
     x, y = xy

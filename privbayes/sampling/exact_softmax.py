@@ -182,6 +182,14 @@ def grouped_sum(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def exact_rounded_sum(parts: list) -> np.ndarray:
+    """The column sums of the arrays ``parts`` (each (cols,)), each correctly rounded
+    (math.fsum): one rounding whatever the number of parts, so the thread partials and the
+    block totals of a pass add one level each to the sums' error bounds, not their count."""
+    stacked = np.asarray(parts, dtype=float).reshape(len(parts), -1)
+    return np.array([math.fsum(col) for col in stacked.T]).reshape(np.shape(parts[0]))
+
+
 def log_density_error(n, d, k, r, p, c_env, w_norm, v_norm, rho):
     """Bound on |computed - true| log pi(w_hat + v) - log pi(w_hat): Lemma M5 (c).
 
@@ -205,15 +213,15 @@ def log_density_error(n, d, k, r, p, c_env, w_norm, v_norm, rho):
         + U * (2.0 * amax + 1.0)
     )
     # each term passes through < GROUP additions in its group, then the group sums of a
-    # block (<= rows / GROUP + 1), the thread partials, the block totals and a Dask tree
-    nb = math.ceil(n / block_rows(k))
-    depth = GROUP + block_rows(k) // GROUP + 1 + MAX_THREADS + nb + TREE
+    # block (<= rows / GROUP + 1), the thread partials and the block totals (each one
+    # correctly rounded sum: exact_rounded_sum) and a Dask tree
+    depth = GROUP + block_rows(k) // GROUP + 1 + 2 + TREE
     summed = n * (per + gamma(depth) * (2.0 * amax + per))
     loglik = r * summed * (1.0 + 4.0 * U) + 2.0 * U * r * n * (2.0 * amax + 1.0)
     dim = d * (k - 1)
     prior = p * (w_norm * v_norm + v_norm * v_norm) * (gamma(dim) + 8.0 * U)
     with np.errstate(divide="ignore"):
-        lr = (dim - 1) * np.abs(np.log(np.maximum(rho, 1e-300)))
+        lr = (dim - 1) * np.abs(np.log(np.maximum(rho, 5e-324)))
     combine = 4.0 * U * (r * n * (2.0 * amax + 1.0) + p * (w_norm + v_norm) * v_norm + lr)
     return 1.1 * (loglik + prior + 4.0 * U * lr + combine)
 
@@ -328,18 +336,6 @@ class SoftmaxProblem(_Weights):
         g = np.sum(gs, axis=0)
         return (np.concatenate(zs), g, h) if scores else (g, h)
 
-    def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        """sum_i [L_i(z_i - t b_i) - L_i(z_i)], b_i = step^T x_i, for each t (one pass)."""
-        sm = self.weights(step)
-        out = np.zeros(ts.size)
-        for s0, e0 in self._blocks(FIT_ROWS):
-            zb, yb = z[s0:e0], self.y[s0:e0]
-            b = self.x[s0:e0] @ sm
-            base = losses(zb.copy(), yb)
-            for i, t in enumerate(ts):
-                out[i] += (losses(zb - t * b, yb) - base).sum()
-        return out
-
     def base(self, z0: np.ndarray) -> np.ndarray:
         """The per-record losses at w_hat, L_i(z0_i): shape (n,)."""
         return losses(z0.copy(), self.y)
@@ -374,11 +370,11 @@ class SoftmaxProblem(_Weights):
                 else:
                     step = -(-ab.shape[0] // threads)
                     chunks = [tuple(a[i : i + step] for a in args) for i in range(0, len(ab), step)]
-                    total.append(np.sum(list(pool.map(part, chunks)), axis=0))
+                    total.append(exact_rounded_sum(list(pool.map(part, chunks))))
         finally:
             if pool is not None:
                 pool.shutdown()
-        return np.sum(total, axis=0)
+        return exact_rounded_sum(total)
 
 
 def theta_grad_hess(g_w: np.ndarray, h_w: np.ndarray, d: int, k: int):
@@ -431,11 +427,6 @@ def _gh_chunk(block, d, k, w, r):
     return prob.grad_hess_w(w)
 
 
-def _line_chunk(block, d, k, w, step, ts):
-    prob = _chunk_problem(block, d, k, 1.0)
-    return prob.line_values(_scores(prob, w), step, ts)
-
-
 def _loglik_chunk(block, d, k, w_hat, vts):
     prob = _chunk_problem(block, d, k, 1.0)
     z0 = _scores(prob, w_hat)
@@ -469,9 +460,6 @@ class DaskSoftmaxProblem(_Weights):
         g_w, h_w = self.rows.reduce(_gh_chunk, self.features, self.k, w, 1.0)
         g, h = theta_grad_hess(g_w, h_w, self.features, self.k)
         return np.array(w, dtype=float), self.r * g + self.p * w, self.r * h
-
-    def line_values(self, z: np.ndarray, step: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        return self.rows.reduce(_line_chunk, self.features, self.k, z, step, ts)
 
     def base(self, z0: np.ndarray) -> None:
         return None

@@ -339,8 +339,9 @@ def release_draw(model, xy, cal: Calibration, rng, *, size=None, **_ignored):
                 if cal.method == "diffused"
                 else ""
             )
-            + "a larger max_steps, or backend='exact'; a larger eps does not help (its larger "
-            "knob slows the contraction) (docs/langevin.md)",
+            + "a larger cap (max_steps= of the model or of PrivateLogisticRegression, "
+            "--max-steps on the command line; at most 10**7), or backend='exact'; a larger "
+            "eps does not help (its larger knob slows the contraction) (docs/langevin.md)",
             StepCapWarning,
             stacklevel=5,
         )

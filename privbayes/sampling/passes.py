@@ -194,6 +194,109 @@ class GLMRules:
         return stats, n
 
 
+def check_rows(model, raw, d0: int) -> None:
+    """Validate a GLM's records [X | y] (raw: (n, d0 + 1), a NumPy or a persisted Dask array)
+    with privbayes.data.statistics — the same pass, checks and errors in memory and in the
+    engine: DataError naming X or y (NaN/inf, then the label, then the row norm against the
+    model's threshold, with the intercept column), the count and the first row. Its
+    ``value`` is the offending entry, the label, or the row's norm: never the row."""
+    from ..data import DataError, statistics
+
+    classes = getattr(model, "n_classes", None)
+    s = model.intercept_scaling if model.fit_intercept else None
+    norm_text = (
+        f"sqrt(c^2 - intercept_scaling^2) = {model.feature_bound:.6g} (the intercept "
+        f"column s = {s:g} takes the rest of c = {model.c:g})"
+        if s is not None
+        else f"c = {model.c:g}"
+    )
+    rules = GLMRules(d0, model._norm_threshold(d0 + (s is not None)), s, classes, norm_text)
+    try:
+        stats, _ = statistics(rules, raw, name="(X, y)")
+    except DataError as exc:
+        raise _named(exc, raw, d0, s) from None
+    if classes is None and stats[0] and stats[1]:
+        raise _mixed_labels(raw, d0)
+
+
+def _mixed_labels(raw, d0: int):
+    """The DataError of a y that holds both 0 and -1 (two label codings at once, one of them
+    perhaps a typo): it names the first 0 and the first -1 by position only. No counts:
+    either coding's rows may be the valid records, and their number is a statistic of the
+    data (the documented report names offending rows only)."""
+    from ..data import DataError, is_dask
+
+    y = raw[:, d0]
+    if is_dask(y):
+        import dask
+        import dask.array as da
+
+        i0, i1 = dask.compute(da.argmax(y == 0.0), da.argmax(y == -1.0))
+    else:
+        i0, i1 = np.argmax(y == 0.0), np.argmax(y == -1.0)
+    return DataError(
+        "y must hold labels in {0, 1} or {-1, +1}, one coding; it holds both 0 (the first "
+        f"at y[{int(i0)}]) and -1 (the first at y[{int(i1)}]): recode the labels",
+        column="y",
+        rule=0,
+        count=None,
+        index=None,
+        value=None,
+    )
+
+
+def check_arrays(model, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Validate in-memory (X, y) (float arrays (n, d0) and (n,)) by GLMRules' rules; returns
+    X with the intercept column when the model has one (the rows the release uses).
+
+    The rules are evaluated on the whole arrays first (the norms as GLMRules computes them:
+    the same floats); only when a record breaks one does the [X | y] pass of
+    :func:`check_rows` run, to raise the DataError the Dask path raises for that input."""
+    classes = getattr(model, "n_classes", None)
+    rows = x
+    if model.fit_intercept:  # the certificate's bound c covers the row [x, s]
+        rows = np.hstack([x, np.full((x.shape[0], 1), model.intercept_scaling)])
+    ok = bool(np.isfinite(x).all() and np.isfinite(y).all())
+    if ok and classes is None:
+        ok = bool(np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all())
+    elif ok:
+        ok = bool(np.isin(y, np.arange(classes, dtype=float)).all())
+    if ok:
+        over = np.linalg.norm(rows, axis=1) > model._norm_threshold(rows.shape[1])
+        ok = not bool(over.any())
+    if ok:
+        return rows
+    check_rows(model, np.column_stack([x, y]), x.shape[1])
+    raise RuntimeError("privbayes: the GLM data checks disagree; please report this as a bug")
+
+
+def _named(exc, raw, d0: int, s):
+    """The DataError of the [X | y] pass, as the argument it is about: X or y."""
+    from ..data import DataError
+
+    i, value, count = exc.index, exc.value, exc.count
+    if exc.rule == "finite":
+        # the first non-finite entry of row i: only its column position leaves the engine
+        row = raw[i]
+        row = row.compute() if hasattr(row, "compute") else row
+        row = np.ma.filled(np.ma.asarray(row, dtype=float), np.nan)  # masked: missing
+        j = int(np.argmax(~np.isfinite(row)))
+        column = "X" if j < d0 else "y"
+        where = f"X[{i}, {j}]" if j < d0 else f"y[{i}]"
+        message = (
+            f"{column} must be finite; {where} = {value!r} ({count} row(s) of (X, y) with "
+            "NaN, inf or a missing value)"
+        )
+    elif exc.rule == 0:
+        column, message, value = "y", str(exc), float(value[-1])
+    else:
+        row = np.asarray(value[:d0], dtype=float)
+        if s is not None:
+            row = np.append(row, s)
+        column, message, value = "X", str(exc), float(np.linalg.norm(row))
+    return DataError(message, column=column, rule=exc.rule, count=count, index=i, value=value)
+
+
 def _dask_array(obj, name: str):
     """A Dask array (or DataFrame/Series) as a float64 Dask array with known row chunks."""
     if hasattr(obj, "divisions"):  # a DataFrame or Series
@@ -204,6 +307,9 @@ def _dask_array(obj, name: str):
                 "boolean",
             ):
                 raise TypeError(f"{name} must hold numbers (or bools); got dtype {dt}")
+        # float64 in every partition first: pandas' nullable columns hold pd.NA, which
+        # becomes NaN (refused by the checks as in memory), not a TypeError from float()
+        obj = obj.map_partitions(_float_part, meta=_float_part(obj._meta))
         arr = obj.to_dask_array(lengths=True)
     else:
         if obj.dtype.kind not in "biuf":
@@ -212,6 +318,16 @@ def _dask_array(obj, name: str):
         if any(math.isnan(c) for c in arr.chunks[0]):
             arr = arr.compute_chunk_sizes()
     return arr.astype(float)
+
+
+def _float_part(part):
+    """A pandas partition as float64, a missing value (pd.NA in a nullable column) as NaN."""
+    import pandas as pd
+
+    values = part.to_numpy(dtype=float, na_value=np.nan)
+    if part.ndim == 1:
+        return pd.Series(values, index=part.index, name=part.name)
+    return pd.DataFrame(values, index=part.index, columns=part.columns)
 
 
 def dask_rows(model, x, y) -> tuple[DaskRows, int]:
@@ -225,7 +341,7 @@ def dask_rows(model, x, y) -> tuple[DaskRows, int]:
     """
     import dask.array as da
 
-    from ..data import DataError, is_dask, statistics
+    from ..data import is_dask
 
     if not (is_dask(x) and is_dask(y)):
         raise TypeError(
@@ -250,36 +366,9 @@ def dask_rows(model, x, y) -> tuple[DaskRows, int]:
     if d > MAX_FEATURES:
         raise ValueError(f"X has d = {d} features; at most 2**24 are supported")
     classes = getattr(model, "n_classes", None)
-    norm_text = (
-        f"sqrt(c^2 - intercept_scaling^2) = {model.feature_bound:.6g} (the intercept "
-        f"column s = {model.intercept_scaling:g} takes the rest of c = {model.c:g})"
-        if model.fit_intercept
-        else f"c = {model.c:g}"
-    )
-    rules = GLMRules(
-        d0,
-        model._norm_threshold(d),
-        model.intercept_scaling if model.fit_intercept else None,
-        classes,
-        norm_text,
-    )
     raw = da.concatenate([xa, ya.rechunk((xa.chunks[0],))[:, None]], axis=1)
     raw = raw.rechunk({0: _row_chunks(n), 1: -1}).persist()  # one read of the source
-    try:
-        stats, _ = statistics(rules, raw, name="(X, y)")
-    except DataError as exc:  # name the argument: X for norms, y for labels
-        exc.column = "y" if exc.rule == 0 else "X"
-        raise
-    if classes is None and stats[0] and stats[1]:
-        raise DataError(
-            f"y must hold labels in {{0, 1}} or {{-1, +1}}; it mixes 0 ({stats[0]} row(s)) "
-            f"and -1 ({stats[1]} row(s))",
-            column="y",
-            rule=0,
-            count=min(stats),
-            index=None,
-            value=None,
-        )
+    check_rows(model, raw, d0)
     kind = "binary" if classes is None else "multinomial"
     s = model.intercept_scaling if model.fit_intercept else None
     width = d if kind == "binary" else d + 1

@@ -11,19 +11,27 @@ start of every chain), so nothing learned on one data set carries into the next 
 MCMC is not exact sampling: the certificate is proven for exact posterior draws, and the
 release is exact only in the limit. We release one draw taken after tuning and require
 R-hat <= 1.01 and no divergent transitions (docs/glm.md).
+
+Interrupts: ``pm.sample`` catches KeyboardInterrupt per chain, goes on with the next
+chain and returns what it has (a partial trace). Here Ctrl-C (SIGINT, in the main
+thread) stops the whole call instead, and a trace with fewer chains or draws than asked
+for (an interrupt that reached PyMC some other way) is never used: both raise
+:class:`privbayes.errors.ReleaseInterrupted`, so nothing is released.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import signal
 import threading
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConvergenceError, SamplingError
+from ..errors import ConvergenceError, ReleaseInterrupted, SamplingError
 from .diagnostics import convergence_message
 
 # PyPI's PyTensor cannot find a BLAS to link and says so on every first compile; the
@@ -57,6 +65,40 @@ logging.getLogger("pymc").addFilter(_QUIET)
 logging.getLogger("pymc.sampling.mcmc").addFilter(_QUIET)
 _CACHE: dict[tuple, _Compiled] = {}  # (d, target_accept[, K for softmax regression])
 _CACHE_LOCK = threading.Lock()
+
+
+class _Interrupt(BaseException):
+    """SIGINT inside pm.sample. Not a KeyboardInterrupt, which PyMC's chain loop swallows;
+    not an Exception, which PyTensor would annotate and callers might catch."""
+
+
+@contextlib.contextmanager
+def _sigint_stops_sampling():
+    """While sampling, SIGINT raises _Interrupt (through PyMC) instead of KeyboardInterrupt.
+
+    Only in the main thread (the only one Python runs signal handlers in) and only over
+    Python's default handler: a handler the caller installed is left alone. Once disarmed,
+    a late SIGINT is the usual KeyboardInterrupt."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    armed = [True]
+
+    def handler(signum, frame):
+        if armed[0]:
+            armed[0] = False
+            raise _Interrupt
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        armed[0] = False
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -127,9 +169,17 @@ def posterior_draws(
         data = {"X": x, "y": y, "r": float(r), "prec": n * model.beta / m}
         pm.set_data(data, model=comp.model)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _sigint_stops_sampling():
                 warnings.simplefilter("ignore")
                 idata = _sample(pm, comp, model, scale, seed, progressbar, chains)
+        except _Interrupt:
+            raise ReleaseInterrupted("PyMC's NUTS was stopped by SIGINT") from None
+        except ValueError as exc:
+            # every chain stopped by a KeyboardInterrupt during its tuning: PyMC's
+            # _choose_chains has no draws left to return
+            if "samples to build a trace" not in str(exc) and "No traces" not in str(exc):
+                raise
+            raise ReleaseInterrupted("PyMC's NUTS was interrupted in every chain") from None
         except pm.exceptions.SamplingError as exc:
             raise SamplingError(
                 f"NUTS could not start ({type(exc).__name__}); the tempered posterior may be "
@@ -141,6 +191,14 @@ def posterior_draws(
             empty = np.ones(1) if classes == 0 else np.zeros(1, dtype=np.int64)
             pm.set_data({"X": np.zeros((1, d)), "y": empty}, model=comp.model)
     post = idata.posterior["w"]
+    want = (chains or model.chains, model.draws * scale)
+    got = (int(post.sizes["chain"]), int(post.sizes["draw"]))
+    if got != want:  # PyMC caught a KeyboardInterrupt and returned what it had
+        # (how far it got depends on timing, which depends on the data: not reported)
+        raise ReleaseInterrupted(
+            f"PyMC's NUTS returned fewer than the {want[0]} chain(s) of {want[1]} draws asked "
+            "for: it was interrupted"
+        )
     # np.max/np.min over .values propagate NaN; xarray's .max() skips it, so a coordinate
     # whose chains are constant (R-hat 0/0) would read as converged.
     diagnostics = {

@@ -211,7 +211,7 @@ def test_bad_records_are_refused_and_nothing_is_charged(tmp_path, run, model, ce
         ("gamma-poisson", ("--categories", "a,b"), "--categories does not apply"),
         ("gamma-poisson", ("--method", "ops"), "--method ops does not apply"),
         ("gamma-poisson", ("--alpha", "1", "2"), "--alpha: gamma-poisson takes one value"),
-        ("gamma-poisson", ("--max-count", "0"), "max_count must be an integer in [1, 2**53]"),
+        ("gamma-poisson", ("--max-count", "0"), "max_count must be an integer in [1, 2**53 - 1]"),
         ("gamma-poisson", ("--beta", "0"), "beta"),
         ("normal", ("--column", "nope"), "--column: no column 'nope'"),
         ("normal", ("--alpha", "1"), "--alpha does not apply to --model normal"),

@@ -38,6 +38,7 @@ VALUE = {
     "backend": ["imh"],
     "d": ["1"],
     "radius": ["2"],
+    "max_steps": ["50"],
 }
 BASE = {
     "sample": ["--data", "no-such-file.csv", "--lam", "2", "--eps", "1"],

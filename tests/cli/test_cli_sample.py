@@ -181,3 +181,52 @@ def test_exact_backend_diagnostics_are_labelled_and_left_out(logistic_csv, run):
         )
         for key in rel.diagnostics:  # every key is labelled public or data-dependent
             assert f"``{key}``" in pb.PrivateSample.__doc__ or key.startswith("seconds_")
+
+
+@pytest.mark.parametrize("model", ["logistic", "multinomial"])
+def test_scale_whose_factor_is_not_a_finite_normal_number_is_refused(logistic_csv, run, model):
+    """--scale 1e300 with --c 1e-100 made the factor (feature bound) / BOUND 0: every row
+    became 0 and the release went ahead (exit 0); --scale 1e-320 made it inf. Refused
+    before any cell is read, naming --scale."""
+    base = (
+        *("sample", "--model", model, "--data", logistic_csv, "--label", "label"),
+        *("--lam", "2", "--eps", "1", "--seed", "0", "--clip", "--backend", "langevin"),
+        *(("--classes", "0,1") if model == "multinomial" else ()),
+    )
+    for c, bound in (("1e-100", "1e300"), ("1", "1e-320"), ("1e-10", "1e299")):
+        code, out, err = run(*base, "--c", c, "--scale", bound)
+        assert code == 2 and out == "" and "--scale" in err and "finite normal" in err
+    code, out, err = run(*base, "--c", "1e-100", "--scale", "1e100")  # factor 1e-200: fine
+    assert code == 0, err
+    assert json.loads(out)["feature_scale"] == pytest.approx(1e-200)
+    # rows scaled up by a huge factor and clipped: --clip keeps every row within c (c / ||x||
+    # was subnormal, and the clipped rows came out above c, refused)
+    code, out, err = run(*base, "--c", "1e-100", "--scale", "1e-320")  # factor 1e220
+    assert code == 0, err
+
+
+def test_max_steps_caps_langevin_and_is_what_the_warning_advises(logistic_csv, run):
+    """Issue 14 item 5: StepCapWarning advised max_steps, which the CLI did not take."""
+    args = (
+        *("sample", "--model", "logistic", "--data", logistic_csv, "--label", "label"),
+        *("--lam", "2", "--eps", "1", "--seed", "0", "--clip", "--backend", "langevin"),
+    )
+    with pytest.warns(pb.StepCapWarning, match="--max-steps on the command line"):
+        code, out, err = run(*args, "--max-steps", "3")
+    assert code == 0, err
+    assert len(json.loads(out)["value"]) == 2
+    code, out, err = run(
+        *("calibrate", "--model", "logistic", "--n", "80", "--d", "2", "--lam", "2"),
+        *("--eps", "1", "--backend", "langevin", "--max-steps", "3"),
+    )
+    assert code == 0 and json.loads(out)["sampler"]["steps"] == 3
+    with pytest.warns(pb.StepCapWarning, match="--max-steps"):
+        code, out, err = run(
+            *("sample", "--model", "multinomial", "--classes", "0,1", "--data", logistic_csv),
+            *("--label", "label", "--lam", "2", "--eps", "1", "--clip", "--max-steps", "3"),
+        )
+    assert code == 0 and np.shape(json.loads(out)["value"]) == (2, 2)
+    code, out, err = run(*args[:-1], "imh", "--max-steps", "50")
+    assert code == 2 and "max_steps does not apply to backend='imh'" in err
+    code, out, err = run(*args, "--max-steps", "0")
+    assert code == 2 and "max_steps must be an integer in [1, 10**7]" in err

@@ -1,0 +1,139 @@
+"""``privbayes posterior``: the JSON is what pb.posterior gives for the same inputs and seed;
+draws go to NetCDF or CSV; bad files, flags, ranges and options exit 2 in one line with
+nothing charged to the ledger."""
+
+import json
+
+import numpy as np
+import pytest
+
+import privbayes as pb
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(3)
+    path = tmp_path / "t.csv"
+    rows = ["flag,color,visits,temp,score"]
+    for i in range(120):
+        rows.append(
+            f"{int(rng.random() < 0.3)},{['red', 'green', 'blue'][i % 3]},{rng.poisson(2)},"
+            f"{rng.uniform(34, 41):.2f},{rng.uniform(0, 100):.1f}"
+        )
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _column(path, name):
+    import csv
+
+    with open(path) as f:
+        return [row[name] for row in csv.DictReader(f)]
+
+
+CASES = {
+    "beta-bernoulli": (("--column", "flag"), lambda t: (pb.BetaBernoulli(), np.array(
+        [float(v) for v in _column(t, "flag")]))),
+    "dirichlet-categorical": (
+        ("--column", "color", "--categories", "red,green,blue"),
+        lambda t: (pb.DirichletCategorical([1, 1, 1]), np.array(
+            [["red", "green", "blue"].index(v) for v in _column(t, "color")])),
+    ),
+    "gamma-poisson": (("--column", "visits", "--max-count", "9"), lambda t: (
+        pb.GammaPoisson(1, 1, 9), np.array([float(v) for v in _column(t, "visits")]))),
+    "normal": (
+        ("--column", "temp", "--mu", "37", "--sigma", "2", "--noise-sigma", "1", "--low", "30",
+         "--high", "45"),
+        lambda t: (pb.NormalKnownVariance(37, 2, 1, 30, 45), np.array(
+            [float(v) for v in _column(t, "temp")])),
+    ),
+    "query": (("--column", "score", "--low", "0", "--high", "100"), lambda t: (
+        pb.models.MeanQuery(), np.array([float(v) / 100 for v in _column(t, "score")]))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_json_is_the_python_release(name, table, run):
+    flags, build = CASES[name]
+    code, out, err = run("posterior", "--model", name, "--data", table, *flags, "--lam", "2",
+                         "--eps", "1", "--seed", "5", "--interval", "0.8")  # fmt: skip
+    assert code == 0, err
+    got = json.loads(out)
+    model, data = build(table)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pb.SharedRandomnessWarning)  # the same seed twice
+        post = pb.posterior(model, data, 2.0, 1.0, rng=5)
+    assert got["statistic"] == np.asarray(post.statistic).tolist()
+    assert got["noise"] == post.noise and got["eps"] == post.eps and got["n"] == 120
+    assert got["guarantee"] == "exact" and got["method"] == "noise-aware" and got["prob"] == 0.8
+    if name != "dirichlet-categorical":  # (its interval is Rao-Blackwellised Gibbs output)
+        np.testing.assert_allclose(got["interval"], post.interval(0.8), rtol=1e-12)
+        np.testing.assert_allclose(got["mean"], post.mean(), rtol=1e-12)
+    else:
+        assert got["diagnostics"]["ok"] and got["diagnostics"]["public"]
+    if name == "query":
+        lo, hi = post.confidence_interval(0.8)
+        assert got["confidence_interval"] == [lo, hi]
+        assert got["confidence_interval_in_range"] == [100 * lo, 100 * hi]
+
+
+def test_draws_to_netcdf_and_csv(table, run, tmp_path):
+    az = pytest.importorskip("arviz")
+    nc, csv_path = tmp_path / "d.nc", tmp_path / "d.csv"
+    code, out, err = run("posterior", "--model", "dirichlet", "--data", table, "--column", "color",
+                         "--categories", "red,green,blue", "--lam", "2", "--eps", "1", "--out", nc,
+                         "--draws", "400", "--seed", "1")  # fmt: skip
+    assert code == 0, err and json.loads(out)["draws"] == 400
+    idata = az.from_netcdf(str(nc))
+    assert list(idata.groups()) == ["posterior"] and idata.posterior["p"].shape == (4, 100, 3)
+    assert idata.posterior.attrs["privbayes_eps"] == 1.0
+    code, out, err = run("posterior", "--model", "gamma-poisson", "--data", table, "--column",
+                         "visits", "--max-count", "9", "--lam", "2", "--eps", "1", "--out",
+                         csv_path, "--draws", "50")  # fmt: skip
+    assert code == 0, err
+    lines = csv_path.read_text().splitlines()
+    assert lines[0] == "theta" and len(lines) == 51 and all(float(v) > 0 for v in lines[1:])
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (("--model", "beta-bernoulli", "--column", "flag", "--max-count", "3"),
+         "--max-count does not apply to --model beta-bernoulli"),
+        (("--model", "beta-bernoulli", "--column", "flag", "--draws", "5"), "--draws needs --out"),
+        (("--model", "beta-bernoulli", "--column", "flag", "--out", "x.txt"), "--out"),
+        (("--model", "beta-bernoulli", "--column", "flag", "--interval", "1.5"), "--interval"),
+        (("--model", "gamma-poisson", "--column", "visits", "--max-count", "1"),
+         "above --max-count"),
+        (("--model", "query", "--column", "score", "--low", "0", "--high", "50"),
+         "outside [--low, --high]"),
+        (("--model", "query", "--column", "score"), "needs --low and --high"),
+        (("--model", "normal", "--column", "temp", "--mu", "0", "--sigma", "1", "--noise-sigma",
+          "1", "--low", "35", "--high", "36"), "outside [--low, --high]"),
+        (("--model", "beta-bernoulli", "--column", "color"), "color"),
+        (("--model", "beta-bernoulli", "--column", "nope"), "nope"),
+    ],
+)  # fmt: skip
+def test_errors_exit_2_in_one_line_and_charge_nothing(argv, message, table, run, tmp_path):
+    ledger_path = tmp_path / "l.sqlite"
+    pb.Ledger(ledger_path).init_budget("t", eps=10.0, delta=1e-6)
+    code, out, err = run("posterior", "--data", table, *argv, "--lam", "2", "--eps", "1",
+                         "--ledger", ledger_path)  # fmt: skip
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
+    assert pb.Ledger(ledger_path).spent("t") == 0.0
+
+
+def test_the_release_is_charged_to_the_ledger(table, run, tmp_path):
+    ledger_path = tmp_path / "l.sqlite"
+    pb.Ledger(ledger_path).init_budget("t", eps=10.0, delta=1e-6)
+    code, out, err = run("posterior", "--model", "beta-bernoulli", "--data", table, "--column",
+                         "flag", "--lam", "2", "--eps", "1", "--ledger", ledger_path, "--out",
+                         tmp_path / "x.csv", "--draws", "1000")  # fmt: skip
+    assert code == 0, err
+    (charge,) = pb.Ledger(ledger_path).status("t")[0]["charges"]
+    assert "noise-aware" in charge["mechanism"]  # one charge for 1000 draws
+    code, out, err = run("posterior", "--model", "beta-bernoulli", "--data", table, "--column",
+                         "flag", "--lam", "2", "--eps", "100", "--ledger", ledger_path)  # fmt: skip
+    assert code == 2 and "budget" in err
