@@ -26,7 +26,15 @@ from scipy import optimize, special
 from .errors import InfeasiblePrivacyError, PrivBayesError
 from .validation import check_eps, check_lam, check_n
 
-__all__ = ["Calibration", "calibrate", "certify_down", "guarded", "solve_knob"]
+__all__ = [
+    "Calibration",
+    "calibrate",
+    "certify_down",
+    "check_target",
+    "guarded",
+    "knob_of",
+    "solve_knob",
+]
 
 UNDETERMINED = "undetermined (pass d)"  # Calibration.guarantee when d decides the back-end
 _T_MIN = -690.0  # knobs down to ~1e-300
@@ -57,6 +65,10 @@ class Calibration:
         parameters of the randomized algorithm whose own output law it covers (Langevin:
         ``{"algorithm", "guarantee": "algorithm", "step", "steps", "start", "noise",
         "prec", "capped"}``, docs/langevin.md), passed to the model's ``rdp``.
+    delta, dp_eps, dp_target : for an (eps, delta) target (``calibrate(..., eps=, delta=)``
+        without ``lam``): the delta asked for, the certified eps of (eps, delta)-DP at that
+        delta (<= ``dp_target``, the eps asked for) and, in ``lam`` / ``eps``, the order the
+        search chose and the RDP eps there (docs/dp_target.md); None for an RDP target.
     """
 
     method: str
@@ -70,6 +82,9 @@ class Calibration:
     iterations: int
     model: Any = field(repr=False)
     sampler: dict | None = None
+    delta: float | None = None
+    dp_eps: float | None = None
+    dp_target: float | None = None
 
     @property
     def guarantee(self) -> str:
@@ -104,9 +119,42 @@ class Calibration:
         at_lam = np.asarray(orders, dtype=float) == self.lam
         return np.where(at_lam, np.minimum(curve, self.eps), curve)
 
+    def epsilon(self, delta: float | None = None) -> float:
+        """eps of (eps, delta)-DP certified for one draw of this mechanism: its whole RDP
+        curve converted by an accountant (improved conversion, refined over the order,
+        rounded up; docs/accounting.md §5). ``delta``: default the target's ``delta``
+        (ValueError when there is none). At the target's delta it is <= ``dp_eps``."""
+        from .dp_target import release_epsilon
 
-def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = None) -> Calibration:
-    """Calibrate ``method`` for ``model`` to (lam, eps)-RDP on data sets of size ``n``.
+        delta = _default_delta(delta, self.delta)
+        return release_epsilon(self, delta, self.lam, (self.delta, self.dp_eps))
+
+
+def _default_delta(delta, target) -> float:
+    from .accounting.accountant import _check_delta
+
+    if delta is None:
+        if target is None:
+            raise ValueError(
+                "pass delta: this release was calibrated to an RDP target (lam, eps), which "
+                "fixes no delta"
+            )
+        return target
+    return _check_delta(delta)
+
+
+def calibrate(
+    model,
+    n,
+    lam=None,
+    eps=None,
+    method: str = "diffused",
+    *,
+    delta: float | None = None,
+    d: int | None = None,
+) -> Calibration:
+    """Calibrate ``method`` for ``model`` to (lam, eps)-RDP, or to (eps, delta)-DP, on data
+    sets of size ``n``.
 
     Uses only public inputs: the model (its prior), n, lam, eps and the method.
 
@@ -114,9 +162,14 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     ----------
     model : a privbayes model (BetaBernoulli, DirichletCategorical, ...).
     n : int >= 0, the public number of records. n = 0 releases the prior (eps = 0).
-    lam : float > 1 or inf, the Rényi order.
-    eps : float > 0, the target eps at ``lam`` (nats).
+    lam : float > 1 or inf, the Rényi order of an RDP target; omit it (None) with ``delta``.
+    eps : float > 0, the target eps at ``lam`` (nats), or of (eps, delta)-DP with ``delta``.
     method : "direct", "diffused" (tunes r) or "concentrated" (tunes m); GLMs also "ops".
+    delta : an (eps, delta)-DP target instead of an RDP one (``lam`` omitted), delta in
+        [0, 1) (0: pure DP, order inf only). The order is chosen from public inputs and the
+        knob is the largest that the improved conversion certifies at some order of a fine
+        grid (docs/dp_target.md); the Calibration's ``lam`` and ``eps`` are that order and
+        the RDP eps there, ``dp_eps`` <= ``eps`` the certified eps at ``delta``.
     d : GLMs only: the public number of features (with an intercept, counted). With
         backend="auto" the back-end is chosen from it (with n and the prior) as
         :func:`privbayes.sample` would, and the Calibration's ``model`` carries the chosen
@@ -145,6 +198,58 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     """
     if isinstance(model, type) or not hasattr(model, "_calibrate"):
         raise TypeError(f"model must be a privbayes model instance; got {model!r}")
+    check_target(lam, eps, delta)
+    if delta is not None:
+        from .dp_target import check_delta_target, search
+
+        n, eps, delta = check_n(n), check_eps(eps), check_delta_target(delta)
+        score = lambda res: (knob_of(res[0]), res[0].eps)  # noqa: E731
+        found = search(
+            lambda lam_, eps_: _calibrate_rdp(model, n, lam_, eps_, method, d),
+            score,
+            eps,
+            delta,
+            tv_of=lambda res: res[1],
+            name=f"{type(model).__name__}/{method}",
+            # GLMs with d: the orders are ranked without the release's plan (the exact
+            # back-end's envelope costs ~0.5 s per order), then calibrated fully
+            coarse_at=None
+            if d is None
+            else (lambda lam_, eps_: _calibrate_rdp(model, n, lam_, eps_, method, None)),
+        )
+        return dataclasses.replace(found.result[0], delta=delta, dp_eps=found.dp_eps, dp_target=eps)
+    return _calibrate_rdp(model, n, lam, eps, method, d)[0]
+
+
+def check_target(lam, eps, delta) -> None:
+    """An RDP target (lam, eps) or an (eps, delta) target (lam omitted), not both."""
+    if eps is None:
+        raise TypeError("eps is required: (lam, eps) for an RDP target or (eps, delta) for DP")
+    if delta is not None and lam is not None:
+        raise TypeError(
+            f"pass lam (an RDP target: eps at order lam) or delta (an (eps, delta)-DP target, "
+            f"the order then chosen for you), not both; got lam={lam!r}, delta={delta!r}"
+        )
+    if delta is None and lam is None:
+        raise TypeError("pass lam (an RDP target (lam, eps)) or delta (an (eps, delta) target)")
+
+
+def knob_of(cal: Calibration) -> float:
+    """The knob an (eps, delta) search maximises: r (diffused, OPS's t), m (concentrated),
+    1 / sigma^2 (noise-aware), 1 (direct); larger is less noise."""
+    sigma2 = getattr(cal.model, "sigma2", None) if cal.method == "noise-aware" else None
+    return 1.0 / sigma2 if sigma2 else cal.r * cal.m
+
+
+def coarse_calibration(model, n: int, lam: float, eps: float, method: str) -> Calibration:
+    """A GLM's knob at (lam, eps) without the release's own plan (the exact back-end's
+    rounding allowance and proposal budget): what :func:`calibrate` gives without d. Only
+    for ranking orders in an (eps, delta) search; never what is released."""
+    return _calibrate_rdp(model, n, lam, eps, method, None)[0]
+
+
+def _calibrate_rdp(model, n, lam, eps, method, d) -> tuple[Calibration, float]:
+    """:func:`calibrate` at an RDP target: (Calibration, the release's failure allowance)."""
     n, lam, eps = check_n(n), check_lam(lam), check_eps(eps)
     if d is not None:
         if not hasattr(model, "_resolve"):
@@ -168,7 +273,7 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
                 lambda: exact_model._calibrate(n, lam, eps, method), model, n, lam, eps, method
             )
             # (OPS too: its one certified back-end, exact, may be infeasible for some d)
-            return dataclasses.replace(cal, model=model)
+            return dataclasses.replace(cal, model=model), 0.0
         model = guarded(lambda: model._resolve(n, d, lam, eps, method), model, n, lam, eps, method)
     if d is not None:  # GLMs: as sample() calibrates the release (the exact back-end's
         # rounding allowance, docs/exact.md §7)
@@ -177,10 +282,11 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
         )
     else:
         cal = guarded(lambda: model._calibrate(n, lam, eps, method), model, n, lam, eps, method)
+    tv = 0.0
     if d is not None and getattr(model, "backend", None) != "auto":
         # the checks sample() runs before any charge (e.g. the exact proposal budget)
-        guarded(lambda: model._check_release(n, d, cal, None), model, n, lam, eps, method)
-    return cal
+        tv = guarded(lambda: model._check_release(n, d, cal, None), model, n, lam, eps, method)
+    return cal, float(tv or 0.0)
 
 
 # Messages of the arithmetic failures that Python, math and scipy report as ValueError or

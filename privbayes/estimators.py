@@ -32,10 +32,14 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    lam : float > 1 (or inf for method="ops"), the Rényi order of the guarantee.
-    eps : float > 0, the *total* eps at ``lam`` for the whole fit (nats). With
-        ``n_samples`` = k, each release is calibrated to eps / k and RDP composition adds
-        them up; ``privacy_`` reports the sum.
+    lam : float > 1 (or inf for method="ops"), the Rényi order of the guarantee; None
+        (default) means 2.0 for an RDP target, and must stay None with ``delta``.
+    eps : float > 0, the *total* eps at ``lam`` for the whole fit (nats), or of (eps,
+        delta)-DP with ``delta``. With ``n_samples`` = k, each release is calibrated to
+        eps / k at the order and RDP composition adds them up; ``privacy_`` reports the sum.
+    delta : None (an RDP target at ``lam``) or delta in [0, 1): an (eps, delta)-DP target
+        for the whole fit, the order chosen from public inputs (docs/dp_target.md);
+        ``privacy_["delta"]`` and ``privacy_["dp_eps"]`` report it.
     method : "diffused", "concentrated", "direct" or "ops" (One Posterior Sample: pure DP
         as RDP, for two classes and for K; docs/multinomial.md §3b).
     beta : prior precision per record, w ~ N(0, (n beta)^-1 I).
@@ -108,8 +112,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     ----------
     coef_ : (1, n_features) for two classes, (K, n_features) for K > 2; intercept_ : (1,)
         or (K,); classes_ : (K,); n_features_in_ : int,
-    privacy_ : dict with method, lam, eps (total certified), per-release eps, n_samples,
-        the back-end used, its guarantee ("exact", "algorithm", "approximate") and tv.
+    privacy_ : dict with method, lam (the order used), eps (total certified at lam),
+        delta and dp_eps (an (eps, delta) target's delta and the certified eps at it; None
+        for an RDP target), per-release eps, n_samples, the back-end used, its guarantee
+        ("exact", "algorithm", "approximate") and tv.
     samples_ : the released draws: (n_samples, n_features + fit_intercept) for two classes
         (weights, then the intercept itself when ``fit_intercept``), (n_samples,
         n_features + fit_intercept, K) for K > 2 (the last row the intercepts).
@@ -127,9 +133,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        lam: float = 2.0,
+        lam: float | None = None,
         eps: float = 1.0,
         method: str = "diffused",
+        delta: float | None = None,
         beta: float = 0.01,
         c: float = 1.0,
         n_samples: int = 1,
@@ -152,6 +159,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.lam = lam
         self.eps = eps
         self.method = method
+        self.delta = delta
         self.radius = radius
         self.beta = beta
         self.c = c
@@ -299,12 +307,14 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
                 X = clip_rows(X, model.feature_bound)
         ledger, close = _open_ledger(self.ledger)
         try:
+            lam = 2.0 if self.lam is None and self.delta is None else self.lam
             release = sample(
                 model,
                 (X, labels),
-                self.lam,
+                lam,
                 self.eps,
                 self.method,
+                delta=self.delta,
                 size=k,
                 rng=rng,
                 on_bad_diagnostics=self.on_bad_diagnostics,
@@ -331,8 +341,10 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.calibration_ = release.calibration
         self.privacy_ = {
             "method": self.method,
-            "lam": float(self.lam),
+            "lam": float(release.lam),
             "eps": float(release.eps),
+            "delta": release.delta,
+            "dp_eps": release.dp_eps,
             "per_release_eps": [release.calibration.eps] * k,
             "n_samples": k,
             "backend": release.calibration.model.backend,

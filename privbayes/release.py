@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .accounting.default import default_accountant
-from .calibration import Calibration, guarded
+from .calibration import Calibration, check_target, coarse_calibration, guarded, knob_of
 from .certified import round_up
 from .data import statistics
 from .errors import ReleaseInterrupted, SharedRandomnessWarning
@@ -78,6 +78,11 @@ class PrivateSample:
         ledger do this for you (docs/accounting.md §8).
     posterior : method "noise-aware" only: the :class:`privbayes.PrivatePosterior` the
         draws come from (public: a function of the released noisy statistic); else None.
+    delta, dp_eps : for an (eps, delta) target (``sample(..., eps=, delta=)`` without
+        ``lam``): the delta asked for and the certified eps of (eps, delta)-DP at it (the
+        whole release, ``size`` draws and ``tv`` included; <= the eps asked for); ``lam``
+        and ``eps`` are then the order the search chose and the RDP eps there. None for an
+        RDP target. :meth:`epsilon` converts at any delta.
 
     No data statistic and no exact posterior is stored (the noise-aware posterior is
     computed from the noisy statistic alone).
@@ -97,6 +102,20 @@ class PrivateSample:
     guarantee: str = "exact"
     tv: float = 0.0
     posterior: Any = field(default=None, repr=False)
+    delta: float | None = None
+    dp_eps: float | None = None
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """eps of (eps, delta)-DP certified for this release (``size`` draws and the failure
+        allowance ``tv`` included): its whole RDP curve converted by an accountant (improved
+        conversion refined over the order, rounded up; docs/accounting.md §5, §8). ``delta``
+        defaults to the target's (ValueError for an RDP target); at the target's delta the
+        result is <= ``dp_eps``."""
+        from .calibration import _default_delta
+        from .dp_target import release_epsilon
+
+        delta = _default_delta(delta, self.delta)
+        return release_epsilon(self, delta, self.lam, (self.delta, self.dp_eps))
 
     @property
     def _rdp_is_size_times_calibration(self) -> bool:
@@ -147,6 +166,7 @@ class _Charge:
     calibration: Calibration
     size: int | None
     tv: float = 0.0
+    target: str | None = None  # an (eps, delta) target, as the ledger's label shows it
     _rdp_is_size_times_calibration: ClassVar[bool] = True
 
     @property
@@ -178,6 +198,17 @@ def _per_draw_eps(eps: float, size: int) -> float:
     while Fraction(size) * Fraction(t) > Fraction(eps):
         t = math.nextafter(t, 0.0)
     return t
+
+
+def _check_target(lam, eps, delta) -> tuple:
+    """(lam, eps, delta) checked: an RDP target (lam, eps, None) or an (eps, delta) target
+    (None, eps, delta)."""
+    from .dp_target import check_delta_target
+
+    check_target(lam, eps, delta)
+    if delta is None:
+        return check_lam(lam), check_eps(eps), None
+    return None, check_eps(eps), check_delta_target(delta)
 
 
 def _check_model(model) -> None:
@@ -369,31 +400,66 @@ def _release(
     dataset=None,
     note="",
     size=None,
+    delta=None,
     **options,
 ):
     generator = resolve_rng(rng)  # a bad rng is refused before anything is charged
-    target = eps if size is None else _per_draw_eps(eps, size)
     d = int(np.shape(stats[0])[1]) if hasattr(model, "_resolve") else None
-    if d is not None:  # GLMs: "auto" picks a certified back-end from public inputs
-        model = guarded(
-            lambda: model._resolve(n, d, lam, target, method, size), model, n, lam, target, method
+
+    def calibrate_at(lam_: float, eps_: float) -> tuple:
+        """(model, per-draw Calibration, composed eps at lam_, tv) for (lam_, eps_)-RDP of
+        the whole call: public inputs only."""
+        target = eps_ if size is None else _per_draw_eps(eps_, size)
+        mdl = model
+        if d is not None:  # GLMs: "auto" picks a certified back-end from public inputs
+            mdl = guarded(
+                lambda: model._resolve(n, d, lam_, target, method, size),
+                model, n, lam_, target, method,
+            )  # fmt: skip
+            # the release's own calibration (the exact back-end's rounding allowance)
+            cal_ = guarded(
+                lambda: mdl._calibrate_release(n, d, lam_, target, method, size),
+                mdl, n, lam_, target, method,
+            )  # fmt: skip
+        else:
+            cal_ = guarded(
+                lambda: mdl._calibrate(n, lam_, target, method), mdl, n, lam_, target, method
+            )
+        total_ = cal_.eps if size is None else _composed_eps(cal_, size)
+        # checks that need only public inputs (e.g. the exact back-end's proposal budget)
+        # run before any charge: a call that cannot run must not spend budget
+        tv_ = 0.0
+        if d is not None:
+            tv_ = guarded(
+                lambda: mdl._check_release(n, d, cal_, size), mdl, n, lam_, target, method
+            )
+        return mdl, cal_, total_, float(tv_ or 0.0)
+
+    def coarse_at(lam_: float, eps_: float) -> tuple:
+        """GLMs: the knob without the release's plan, to rank orders (docs/dp_target.md)."""
+        target = eps_ if size is None else _per_draw_eps(eps_, size)
+        cal_ = coarse_calibration(model, n, lam_, target, method)
+        return model, cal_, cal_.eps if size is None else _composed_eps(cal_, size), 0.0
+
+    dp_eps, label = None, None
+    if delta is None:
+        model, cal, total, tv = calibrate_at(lam, eps)
+    else:  # an (eps, delta) target: the order is searched, from public inputs only
+        from .dp_target import search
+
+        found = search(
+            calibrate_at,
+            lambda res: (knob_of(res[1]), res[2]),
+            eps,
+            delta,
+            tv_of=lambda res: res[3],
+            name=f"{type(model).__name__}/{method}",
+            orders=None if ledger is None else ledger.orders,
+            coarse_at=None if d is None else coarse_at,
         )
-    if d is not None:  # GLMs: the release's own calibration (the exact back-end's rounding)
-        cal = guarded(
-            lambda: model._calibrate_release(n, d, lam, target, method, size),
-            model, n, lam, target, method,
-        )  # fmt: skip
-    else:
-        cal = guarded(
-            lambda: model._calibrate(n, lam, target, method), model, n, lam, target, method
-        )
-    total = cal.eps if size is None else _composed_eps(cal, size)
-    # checks that need only public inputs (e.g. the exact back-end's proposal budget) run
-    # before any charge: a call that cannot run must not spend budget
-    tv = 0.0
-    if d is not None:
-        tv = guarded(lambda: model._check_release(n, d, cal, size), model, n, lam, target, method)
-    charge = _Charge(cal, size, tv)
+        model, cal, total, tv = found.result
+        dp_eps, label = found.dp_eps, f"(eps={eps:g}, delta={delta:g})"
+    charge = _Charge(cal, size, tv, label)
     charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         charge_id = ledger.charge(dataset, charge, note=note)
@@ -426,16 +492,19 @@ def _release(
         size,
         cal.guarantee,
         tv,
+        delta=delta,
+        dp_eps=dp_eps,
     )
 
 
 def sample(
     model,
     data,
-    lam,
-    eps,
+    lam=None,
+    eps=None,
     method: str = "diffused",
     *,
+    delta: float | None = None,
     size: int | None = None,
     rng=None,
     progressbar: bool = False,
@@ -445,7 +514,8 @@ def sample(
     note: str = "",
     column=None,
 ) -> PrivateSample:
-    """Release one posterior sample with a certified (lam, eps)-RDP guarantee.
+    """Release one posterior sample with a certified (lam, eps)-RDP or (eps, delta)-DP
+    guarantee.
 
     Parameters
     ----------
@@ -461,9 +531,14 @@ def sample(
         <= c (sqrt(c^2 - s^2) with an intercept), y of shape (n,) in {0, 1} or {-1, +1};
         X and y may both be Dask collections (the back-end's passes over X then run in
         the engine: docs/data.md §7). n is public.
-    lam : float > 1 or inf, the Rényi order.
-    eps : float > 0, the privacy level at ``lam`` (nats). With n = 0 the prior is
-        released and the certified eps is 0.
+    lam : float > 1 or inf, the Rényi order of an RDP target; omit it with ``delta``.
+    eps : float > 0, the privacy level at ``lam`` (nats), or of (eps, delta)-DP with
+        ``delta``. With n = 0 the prior is released and the certified eps is 0.
+    delta : an (eps, delta)-DP target instead (``lam`` omitted), delta in [0, 1): the order
+        is chosen from public inputs and the knob is the largest the improved conversion
+        certifies (docs/dp_target.md); the whole call (``size`` draws, the exact back-end's
+        failure allowance) meets it. ``rel.delta``, ``rel.dp_eps`` and ``rel.epsilon()``
+        report it; ``rel.lam`` / ``rel.eps`` are the chosen order and the RDP eps there.
     method : "diffused" (default; tempers the likelihood by r), "concentrated" (prior
         counts 1/m times) or "direct" (the plain posterior; conjugate models: only for
         lam < 1 + min(alpha)). Logistic regression also takes "ops" (One Posterior Sample).
@@ -531,10 +606,10 @@ def sample(
             raise ValueError("progressbar=True does not apply to method='noise-aware'")
         return noise_aware_sample(
             model, data, lam, eps, size=size, rng=rng, on_bad_diagnostics=on_bad_diagnostics,
-            ledger=ledger, dataset=dataset, note=note, column=column,
+            ledger=ledger, dataset=dataset, note=note, column=column, delta=delta,
         )  # fmt: skip
     _check_model(model)
-    lam, eps = check_lam(lam), check_eps(eps)
+    lam, eps, delta = _check_target(lam, eps, delta)
     check_method(method, getattr(model, "methods", CONJUGATE_METHODS))
     _check_call_options(model, method, progressbar, on_bad_diagnostics)
     _check_ledger(ledger, dataset)
@@ -563,6 +638,7 @@ def sample(
             dataset=dataset,
             note=note,
             size=size,
+            delta=delta,
             progressbar=progressbar,
             on_bad_diagnostics=on_bad_diagnostics,
         )
@@ -573,9 +649,10 @@ def sample(
 
 def release_query(
     values,
-    lam,
-    eps,
+    lam=None,
+    eps=None,
     *,
+    delta: float | None = None,
     method: str = "diffused",
     alpha: float = 1.0,
     beta: float = 1.0,
@@ -600,7 +677,8 @@ def release_query(
         analyst fixed in advance. Rescale by a *public* range first. Any input of
         :func:`sample` (pandas, polars, pyarrow, Dask: docs/data.md).
     column : the column of a table ``values`` to use (a name).
-    lam, eps, method, rng, ledger, dataset, note : as in :func:`sample`.
+    lam, eps, delta, method, rng, ledger, dataset, note : as in :func:`sample` (``delta``
+        without ``lam``: an (eps, delta)-DP target).
     alpha, beta : the Beta prior (public).
     clip : False (default) refuses values outside [0, 1]; True clips them to [0, 1]
         explicitly (the guarantee then holds for the clipped query).
@@ -612,7 +690,8 @@ def release_query(
     budget, before the data are read), BudgetExceededError.
     Source: paper §3 (statistical queries), docs/background.md §3.
     """
-    lam, eps, method = check_lam(lam), check_eps(eps), check_method(method)
+    lam, eps, delta = _check_target(lam, eps, delta)
+    method = check_method(method)
     clip = check_bool(clip, "clip")
     _check_ledger(ledger, dataset)
     model = MeanQuery(alpha, beta, clip=clip)
@@ -631,6 +710,7 @@ def release_query(
             ledger=ledger,
             dataset=dataset,
             note=note,
+            delta=delta,
         )
     finally:
         if close:

@@ -76,7 +76,9 @@ def _describe(charge) -> str:
     cal = getattr(charge, "calibration", charge)
     describe = getattr(getattr(cal, "model", None), "_describe_charge", None)
     if describe is not None and hasattr(cal, "method"):  # e.g. a noise-aware release
-        return describe(cal, getattr(charge, "size", None))
+        target = getattr(charge, "target", None)
+        label = describe(cal, getattr(charge, "size", None))
+        return label + (f" target {target}" if target else "")
     if hasattr(cal, "method") and hasattr(cal, "model"):
         size = getattr(charge, "size", None)
         backend = getattr(cal.model, "backend", None)
@@ -87,6 +89,7 @@ def _describe(charge) -> str:
             + (f" x{size}" if size else "")
             + (f" backend={backend}" if backend else "")
             + f" [{guarantee}]"
+            + (f" target {charge.target}" if getattr(charge, "target", None) else "")
         )
     return getattr(charge, "__name__", type(charge).__name__)
 

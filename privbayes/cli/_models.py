@@ -789,18 +789,39 @@ def command_flags(command: str) -> list[str]:
     return [dest for dest in FLAGS if dest in used]  # FLAGS order, for --help
 
 
-def privacy_args(parser, methods: tuple[str, ...], *, seed: bool = True) -> None:
-    """--lam, --eps, --method and (for commands that draw) --seed."""
-    parser.add_argument(
-        "--lam", type=float, required=True, metavar="L", help="Rényi order lam (> 1, or inf)"
-    )
+def privacy_args(
+    parser, methods: tuple[str, ...], *, seed: bool = True, delta: bool = True
+) -> None:
+    """--lam, --eps, --method, (``delta``) --delta and (for commands that draw) --seed."""
+    if not delta:
+        parser.add_argument(
+            "--lam", type=float, required=True, metavar="L", help="Rényi order lam (> 1, or inf)"
+        )
+    else:
+        parser.add_argument(
+            "--lam",
+            type=float,
+            default=None,
+            metavar="L",
+            help="Rényi order lam (> 1, or inf) of an RDP target; or give --delta instead",
+        )
     parser.add_argument(
         "--eps",
         type=float,
         required=True,
         metavar="E",
-        help="target eps at --lam, in nats (> 0); the certified eps is never above it",
+        help="target eps at --lam (or of (eps, delta)-DP with --delta), in nats (> 0); the "
+        "certified eps is never above it",
     )
+    if delta:
+        parser.add_argument(
+            "--delta",
+            type=float,
+            default=None,
+            metavar="D",
+            help="an (eps, delta)-DP target instead of --lam, delta in [0, 1): the order is "
+            "chosen from public inputs (docs/dp_target.md)",
+        )
     parser.add_argument(
         "--method",
         choices=methods,
@@ -811,6 +832,20 @@ def privacy_args(parser, methods: tuple[str, ...], *, seed: bool = True) -> None
     if seed:
         parser.add_argument(
             "--seed", type=int, default=None, help="random seed (default: fresh OS entropy)"
+        )
+
+
+def check_target(args) -> None:
+    """--lam (an RDP target) or --delta (an (eps, delta) target): exactly one."""
+    lam, delta = getattr(args, "lam", None), getattr(args, "delta", None)
+    if lam is None and delta is None:
+        raise UsageError(
+            "give --lam L (an RDP target: eps at order L) or --delta D (an (eps, delta)-DP "
+            "target; the order is then chosen for you)"
+        )
+    if lam is not None and delta is not None:
+        raise UsageError(
+            "give --lam (an RDP target) or --delta (an (eps, delta)-DP target), not both"
         )
 
 

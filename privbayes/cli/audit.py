@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--plot", default=None, metavar="FILE.png", help="also plot audits across eps (PNG)"
     )
-    _models.privacy_args(p, _models.GLM_METHODS)
+    _models.privacy_args(p, _models.GLM_METHODS, delta=False)
     p.set_defaults(run=run)
 
 

@@ -20,10 +20,11 @@ def register(subparsers) -> None:
 def run(args) -> dict:
     from ..calibration import calibrate
 
+    _models.check_target(args)
     adapter = _models.resolve(args, "calibrate")
     model = adapter.build(args, "calibrate")
     extra = {"d": args.d} if getattr(args, "d", None) is not None else {}
-    cal = calibrate(model, args.n, args.lam, args.eps, args.method, **extra)
+    cal = calibrate(model, args.n, args.lam, args.eps, args.method, delta=args.delta, **extra)
     ops = cal.method == "ops"
     return {
         "method": cal.method,
@@ -33,6 +34,8 @@ def run(args) -> dict:
         "lam": cal.lam,
         "eps": cal.eps,
         "target_eps": cal.target_eps,
+        "delta": cal.delta,
+        "dp_eps": cal.dp_eps,
         "n": cal.n,
         "worst_pair": cal.pair,
         "iterations": cal.iterations,

@@ -37,14 +37,27 @@ def register(subparsers) -> None:
     )
     _models.add_arguments(p, "posterior")
     p.add_argument(
-        "--lam", type=float, required=True, metavar="L", help="Rényi order lam (> 1, finite)"
+        "--lam",
+        type=float,
+        default=None,
+        metavar="L",
+        help="Rényi order lam (> 1, finite) of an RDP target; or give --delta instead",
     )
     p.add_argument(
         "--eps",
         type=float,
         required=True,
         metavar="E",
-        help="target eps at --lam, in nats (> 0); the certified eps is never above it",
+        help="target eps at --lam (or of (eps, delta)-DP with --delta), in nats (> 0); the "
+        "certified eps is never above it",
+    )
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        metavar="D",
+        help="an (eps, delta)-DP target instead of --lam, delta in (0, 1): the noise is "
+        "calibrated over the orders (docs/dp_target.md)",
     )
     p.add_argument(
         "--interval",
@@ -76,7 +89,8 @@ def _check_public(args) -> tuple[int, str | None]:
     """The output options, checked before any data are read or anything is charged."""
     if not 0 < args.interval < 1:
         raise UsageError(f"--interval: need a mass in (0, 1); got {args.interval}")
-    if not math.isfinite(args.lam):
+    _models.check_target(args)
+    if args.lam is not None and not math.isfinite(args.lam):
         raise UsageError("--lam: the discrete Gaussian needs a finite order (no pure DP)")
     if args.draws is not None and args.out is None:
         raise UsageError("--draws needs --out FILE (draws are written to a file)")
@@ -108,6 +122,8 @@ def _summary(post, prob: float, model_name: str, args) -> dict:
         "mean": post.mean(),
         "lam": post.lam,
         "eps": post.eps,
+        "delta": post.delta,
+        "dp_eps": post.dp_eps,
         "n": post.n,
         "guarantee": post.guarantee,
         "truncation": post.truncation,
@@ -166,8 +182,8 @@ def run(args) -> dict:
         else:
             data, _ = adapter.read(args, Table(args.data), model)
         try:
-            post = posterior(model, data, args.lam, args.eps, rng=args.seed, column=column,
-                             **charge)  # fmt: skip
+            post = posterior(model, data, args.lam, args.eps, delta=args.delta, rng=args.seed,
+                             column=column, **charge)  # fmt: skip
         except CSVError as exc:  # a file of the glob, checked when the release reads it
             raise UsageError(f"--data: {exc}") from None
         except DataError as exc:

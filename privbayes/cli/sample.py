@@ -47,6 +47,8 @@ def result(rel) -> dict:
         "n": rel.n,
         "guarantee": rel.guarantee,
         "tv": rel.tv,
+        "delta": rel.delta,
+        "dp_eps": rel.dp_eps,
     }
 
 
@@ -68,6 +70,7 @@ def run(args) -> dict:
     from ..errors import DataError
     from ..release import sample
 
+    _models.check_target(args)
     adapter = _models.resolve(args, "sample")
     model = adapter.build(args, "sample")  # public choices first: no data read yet
     ledger = open_ledger(args.ledger, create=False) if args.ledger is not None else None
@@ -80,7 +83,15 @@ def run(args) -> dict:
             data, details = adapter.read(args, Table(args.data), model)
         try:
             rel = sample(
-                model, data, args.lam, args.eps, args.method, rng=args.seed, column=column, **charge
+                model,
+                data,
+                args.lam,
+                args.eps,
+                args.method,
+                delta=args.delta,
+                rng=args.seed,
+                column=column,
+                **charge,
             )
         except CSVError as exc:  # a file of the glob, checked when the release reads it
             raise UsageError(f"--data: {exc}") from None

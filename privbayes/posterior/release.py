@@ -22,7 +22,7 @@ from ..noise.discrete_gaussian import (
     calibrate_sigma2,
     sample_discrete_gaussian,
 )
-from ..validation import check_eps, check_lam, resolve_rng
+from ..validation import resolve_rng
 from ._statistics import Spec, spec_of
 
 __all__ = ["NOISE_AWARE", "PrivatePosterior", "calibrate_noise", "family_of", "posterior"]
@@ -128,6 +128,10 @@ class PrivatePosterior:
     diagnostics : DirichletCategorical only: the Gibbs sampler's R-hat, ESS, chains and
         draws (public: the chains read only ``statistic``); None for the exact families.
 
+    delta, dp_eps : for an (eps, delta) target: the delta asked for and the certified eps
+        at it (``lam`` / ``eps`` are then the chosen order and the RDP eps there); None for
+        an RDP target. :meth:`epsilon` converts at any delta.
+
     Composes like a release: ``rdp(orders)``, ``size`` (None: one release) and ``tv`` (0).
     """
 
@@ -153,6 +157,20 @@ class PrivatePosterior:
     def diagnostics(self) -> dict | None:
         diag = self._family.diagnostics
         return None if diag is None else dict(diag)
+
+    @property
+    def delta(self) -> float | None:
+        return self.calibration.delta
+
+    @property
+    def dp_eps(self) -> float | None:
+        return self.calibration.dp_eps
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """eps of (eps, delta)-DP certified for the release (its curve converted by an
+        accountant, rounded up); ``delta`` defaults to the target's (ValueError for an RDP
+        target)."""
+        return self.calibration.epsilon(delta)
 
     def rdp(self, orders) -> np.ndarray:
         """Certified eps of the release at ``orders`` (>= 1 or inf; shaped like ``orders``):
@@ -247,17 +265,44 @@ def _build(model, spec, noisy, n, cal, **options) -> PrivatePosterior:
     return PrivatePosterior(model, n, cal.lam, cal.eps, noisy, mech.noise(), cal, family)
 
 
-def _noise_release(model, spec, stat, n, lam, eps, rng, *, ledger, dataset, note, options):
+def _noise_calibration(model, spec, n: int, lam, eps: float, delta, orders=None) -> Calibration:
+    """The release's Calibration: at (lam, eps)-RDP, or for an (eps, delta) target the
+    largest 1 / sigma^2 over the orders (docs/dp_target.md), with its delta and dp_eps."""
+    import dataclasses
+
+    from ..calibration import guarded
+    from ..dp_target import search
+
+    def at(lam_: float, eps_: float) -> Calibration:
+        return guarded(
+            lambda: calibrate_noise(model, n, lam_, eps_, spec), model, n, lam_, eps_, NOISE_AWARE
+        )
+
+    if delta is None:
+        return at(lam, eps)
+    found = search(
+        at,
+        lambda cal: (1.0 / cal.model.sigma2, cal.eps),
+        eps,
+        delta,
+        name=f"{type(model).__name__}/{NOISE_AWARE}",
+        orders=orders,
+    )
+    return dataclasses.replace(found.result, delta=delta, dp_eps=found.dp_eps, dp_target=eps)
+
+
+def _noise_release(
+    model, spec, stat, n, lam, eps, rng, *, ledger, dataset, note, options, delta=None
+):
     """Calibrate, charge, draw the noise, build the posterior (privbayes.release's order)."""
     from ..accounting.default import default_accountant
-    from ..calibration import guarded
     from ..release import _Charge, _interrupted, _note_seed
 
     generator = resolve_rng(rng)  # a bad rng is refused before anything is charged
-    cal = guarded(
-        lambda: calibrate_noise(model, n, lam, eps, spec), model, n, lam, eps, NOISE_AWARE
-    )
-    charge = _Charge(cal, None, 0.0)
+    orders = None if ledger is None else ledger.orders
+    cal = _noise_calibration(model, spec, n, lam, eps, delta, orders)
+    label = None if delta is None else f"(eps={eps:g}, delta={delta:g})"
+    charge = _Charge(cal, None, 0.0, label)
     charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         charge_id = ledger.charge(dataset, charge, note=note)
@@ -279,12 +324,12 @@ def _noise_release(model, spec, stat, n, lam, eps, rng, *, ledger, dataset, note
     return _build(model, spec, noisy, n, cal, **options), generator
 
 
-def _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column):
-    from ..release import _check_ledger, _check_model
+def _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta=None):
+    from ..release import _check_ledger, _check_model, _check_target
 
     _check_model(model)
     spec = spec_of(model)  # a model without a noise-aware posterior: TypeError, nothing read
-    lam, eps = check_lam(lam), check_eps(eps)
+    lam, eps, delta = _check_target(lam, eps, delta)
     if on_bad_diagnostics not in ("raise", "warn"):
         raise ValueError(
             f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
@@ -296,15 +341,16 @@ def _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column):
             "Gibbs sampler has them)"
         )
     _check_ledger(ledger, dataset)
-    return spec, lam, eps
+    return spec, lam, eps, delta
 
 
 def posterior(
     model,
     data,
-    lam,
-    eps,
+    lam=None,
+    eps=None,
     *,
+    delta: float | None = None,
     rng=None,
     ledger=None,
     dataset: str | None = None,
@@ -321,8 +367,13 @@ def posterior(
         privbayes.models.MeanQuery (the mean of values in [0, 1]); prior and bounds public.
     data : the records, as for :func:`privbayes.sample` (NumPy, lists, pandas, polars,
         pyarrow, Dask; ``column=`` picks a table's column), validated the same way.
-    lam : float > 1 (finite: no discrete Gaussian is pure DP), the Rényi order.
-    eps : float > 0, the privacy level at ``lam`` (nats).
+    lam : float > 1 (finite: no discrete Gaussian is pure DP), the Rényi order; omit it
+        with ``delta``.
+    eps : float > 0, the privacy level at ``lam`` (nats), or of (eps, delta)-DP.
+    delta : an (eps, delta)-DP target instead (``lam`` omitted), delta in (0, 1): sigma^2
+        is the smallest the improved conversion certifies at some order
+        (docs/dp_target.md); ``post.delta``, ``post.dp_eps`` and ``post.epsilon()`` report
+        it.
     rng : None (fresh OS entropy, the default), an int seed or a numpy Generator: the
         noise's only randomness (uniform integers; docs/noise_aware.md §1). A seed reused
         by another release warns SharedRandomnessWarning, as in ``sample``.
@@ -350,7 +401,9 @@ def posterior(
     """
     from ..release import _check_dataset, _open_ledger
 
-    spec, lam, eps = _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column)
+    spec, lam, eps, delta = _prepare(
+        model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta
+    )
     options = {} if spec.kind != "dirichlet" else {"on_bad_diagnostics": on_bad_diagnostics}
     ledger, close = _open_ledger(ledger)
     try:
@@ -358,7 +411,7 @@ def posterior(
         stat, n = spec.statistic(data, column=column)
         post, _ = _noise_release(
             model, spec, stat, n, lam, eps, rng, ledger=ledger, dataset=dataset, note=note,
-            options=options,
+            options=options, delta=delta,
         )  # fmt: skip
         return post
     finally:
@@ -367,14 +420,28 @@ def posterior(
 
 
 def noise_aware_sample(
-    model, data, lam, eps, *, size, rng, on_bad_diagnostics, ledger, dataset, note, column
+    model,
+    data,
+    lam,
+    eps,
+    *,
+    size,
+    rng,
+    on_bad_diagnostics,
+    ledger,
+    dataset,
+    note,
+    column,
+    delta=None,
 ):
     """``sample(..., method="noise-aware")``: one release, then ``size`` posterior draws
     (a :class:`privbayes.PrivateSample` whose curve is the one release's, whatever
     ``size``)."""
     from ..release import PrivateSample, _check_dataset, _check_size, _open_ledger
 
-    spec, lam, eps = _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column)
+    spec, lam, eps, delta = _prepare(
+        model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta
+    )
     size = _check_size(size, model)
     options = {} if spec.kind != "dirichlet" else {"on_bad_diagnostics": on_bad_diagnostics}
     ledger, close = _open_ledger(ledger)
@@ -383,7 +450,7 @@ def noise_aware_sample(
         stat, n = spec.statistic(data, column=column)
         post, generator = _noise_release(
             model, spec, stat, n, lam, eps, rng, ledger=ledger, dataset=dataset, note=note,
-            options=options,
+            options=options, delta=delta,
         )  # fmt: skip
     finally:
         if close:
@@ -408,4 +475,6 @@ def noise_aware_sample(
         cal.guarantee,
         0.0,
         post,
+        delta=cal.delta,
+        dp_eps=cal.dp_eps,
     )
