@@ -35,7 +35,8 @@ __all__ = ["DpSearch", "ORDERS", "check_delta_target", "inverse_conversion", "se
 ORDERS = np.array(WIDE_ORDERS[np.isfinite(WIDE_ORDERS) & (WIDE_ORDERS > 1)])
 ORDERS.setflags(write=False)
 
-_SCAN = 6  # coarse scan points over the admissible orders
+_SCAN = 12  # scan points over the admissible orders, when the bracket finds nothing
+_STEP = 6  # the bracket's first half-width, in grid indices
 _GOLDEN_ITER = 24  # at most; the search stops when the bracket holds no unseen index
 _INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -149,15 +150,33 @@ def _search_once(calibrate_at, score, eps: float, delta: float, name: str, order
         evaluate(-1)  # pure DP (order inf) is all that is left
     else:
         lo_i, hi_i = int(admissible[0]), int(admissible[-1])
-        scan = sorted({int(round(x)) for x in np.linspace(lo_i, hi_i, _SCAN)})
-        for i in scan:
-            evaluate(i)
-        best = max(scan, key=lambda i: memo[i][0])
-        k = scan.index(best)
-        a = scan[k - 1] if k > 0 else best
-        b = scan[k + 1] if k + 1 < len(scan) else best
-        # golden section on the index, unimodal around the best scan point (the memo makes
-        # the re-used interior point free)
+        # start where a Gaussian-shaped curve (eps proportional to lam) would peak: the
+        # order maximising E(lam) / lam; then bracket the best order by doubling steps
+        i0 = int(admissible[np.argmax(targets[admissible] / orders[admissible])])
+        step = _STEP
+        a, b = max(lo_i, i0 - step), min(hi_i, i0 + step)
+        f0, fa, fb = evaluate(i0), evaluate(a), evaluate(b)
+        while True:
+            if fa > f0 and fa >= fb and a > lo_i:
+                b, i0, f0, step = i0, a, fa, 2 * step
+                a = max(lo_i, i0 - step)
+                fa = evaluate(a)
+            elif fb > f0 and b < hi_i:
+                a, i0, f0, step = i0, b, fb, 2 * step
+                b = min(hi_i, i0 + step)
+                fb = evaluate(b)
+            else:
+                break
+        if f0[0] == -math.inf and fa[0] == -math.inf and fb[0] == -math.inf:
+            # nothing certified near the guess (e.g. method "direct" at small orders only):
+            # scan the whole admissible range, then refine around the best scan point
+            scan = sorted({int(round(x)) for x in np.linspace(lo_i, hi_i, _SCAN)})
+            best = max(scan, key=evaluate)
+            k = scan.index(best)
+            a = scan[k - 1] if k > 0 else best
+            b = scan[k + 1] if k + 1 < len(scan) else best
+        # golden section on the index, unimodal in the bracket (the memo makes the re-used
+        # interior point free)
         for _ in range(_GOLDEN_ITER):
             if b - a <= 3:
                 break
