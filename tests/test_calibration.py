@@ -154,12 +154,17 @@ def test_tiny_eps_and_near_one_order():
 
 def test_calibration_uses_only_public_inputs():
     params = list(inspect.signature(pb.calibrate).parameters)
-    assert params == ["model", "n", "lam", "eps", "method", "d"]  # d: GLM features (public)
+    # delta: an (eps, delta) target; d: GLM features (all public)
+    assert params == ["model", "n", "lam", "eps", "method", "delta", "d"]
     # two different data sets of the same size get the same mechanism
     a = pb.sample(BetaBernoulli(), np.zeros(50), 2.0, 0.5, rng=1)
     b = pb.sample(BetaBernoulli(), np.ones(50), 2.0, 0.5, rng=1)
     assert (a.r, a.m, a.eps) == (b.r, b.m, b.eps)
     assert a.calibration.pair == b.calibration.pair
+    # an (eps, delta) target too: the order search reads no data
+    a = pb.sample(BetaBernoulli(), np.zeros(50), eps=1.0, delta=1e-6, rng=1)
+    b = pb.sample(BetaBernoulli(), np.ones(50), eps=1.0, delta=1e-6, rng=1)
+    assert (a.r, a.lam, a.eps, a.dp_eps) == (b.r, b.lam, b.eps, b.dp_eps)
 
 
 def test_worst_pair_reported():

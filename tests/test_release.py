@@ -105,6 +105,8 @@ def test_release_carries_no_statistic_and_no_posterior():
         "guarantee",
         "tv",
         "posterior",  # None here; method="noise-aware": the posterior given the noisy statistic
+        "delta",  # None here; an (eps, delta) target's delta
+        "dp_eps",  # and the certified eps at it (public: a function of the calibration)
     }
     assert rel.posterior is None
     assert rel.guarantee == "exact" and rel.tv == 0.0

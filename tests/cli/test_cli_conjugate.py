@@ -84,7 +84,20 @@ def test_sample_matches_the_python_api(table, run, tmp_path, model, method, lam,
     code, out, err = run(*argv)
     assert code == 0 and err == ""
     res = json.loads(out)
-    assert set(res) == {"value", "method", "r", "m", "t", "lam", "eps", "n", "guarantee", "tv"}
+    assert set(res) == {
+        "value",
+        "method",
+        "r",
+        "m",
+        "t",
+        "lam",
+        "eps",
+        "n",
+        "guarantee",
+        "tv",
+        "delta",
+        "dp_eps",
+    }
     rel = pb.sample(make(), columns[column], lam, eps, method, rng=7)
     assert res["value"] == rel.value and np.isfinite(res["value"])  # same seed, same draw
     assert (res["r"], res["m"], res["eps"], res["n"]) == (rel.r, rel.m, rel.eps, 40)

@@ -61,7 +61,8 @@ def test_sample_matches_the_python_api(table, run, tmp_path, method, lam, eps):
     assert code == 0 and err == "", err
     res = json.loads(out)
     assert set(res) == {
-        *("value", "method", "r", "m", "t", "lam", "eps", "n", "guarantee", "tv"),
+        *("value", "method", "r", "m", "t", "lam", "eps", "n", "guarantee", "tv", "delta"),
+        "dp_eps",
         *("features", "intercept", "classes"),
     }
     model = pb.MultinomialLogisticRegression(0.05, 1.0, 3)

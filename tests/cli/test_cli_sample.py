@@ -14,7 +14,20 @@ def test_sample_beta_bernoulli(csv_file, run):
     code, out, err = run(*BB, "--data", csv_file, "--column", "flag", "--seed", "3")
     assert code == 0 and err == ""
     res = json.loads(out)
-    assert set(res) == {"value", "method", "r", "m", "t", "lam", "eps", "n", "guarantee", "tv"}
+    assert set(res) == {
+        "value",
+        "method",
+        "r",
+        "m",
+        "t",
+        "lam",
+        "eps",
+        "n",
+        "guarantee",
+        "tv",
+        "delta",
+        "dp_eps",
+    }
     assert res["guarantee"] == "exact" and res["tv"] == 0.0
     assert res["n"] == 60 and res["eps"] <= 0.5 and 0 < res["value"] < 1 and res["t"] is None
     assert run(*BB, "--data", csv_file, "--column", "flag", "--seed", "3")[1] == out  # seeded
