@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .accounting.default import default_accountant
+from .accounting.relations import REPLACE_ONE
 from .calibration import Calibration, guarded
 from .certified import round_up
 from .data import statistics
@@ -78,6 +79,8 @@ class PrivateSample:
         ledger do this for you (docs/accounting.md §8).
     posterior : method "noise-aware" only: the :class:`privbayes.PrivatePosterior` the
         draws come from (public: a function of the released noisy statistic); else None.
+    relation : the neighbour relation of the certificate, "replace-one" (n public) for
+        every privbayes release (a class constant; docs/accounting.md §9).
 
     No data statistic and no exact posterior is stored (the noise-aware posterior is
     computed from the noisy statistic alone).
@@ -97,6 +100,7 @@ class PrivateSample:
     guarantee: str = "exact"
     tv: float = 0.0
     posterior: Any = field(default=None, repr=False)
+    relation: ClassVar[str] = REPLACE_ONE
 
     @property
     def _rdp_is_size_times_calibration(self) -> bool:
@@ -148,6 +152,7 @@ class _Charge:
     size: int | None
     tv: float = 0.0
     _rdp_is_size_times_calibration: ClassVar[bool] = True
+    relation: ClassVar[str] = REPLACE_ONE
 
     @property
     def guarantee(self) -> str:
