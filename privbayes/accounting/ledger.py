@@ -13,6 +13,12 @@ writes nothing. Correct under concurrency, crashes and rounding:
   doubles that add up exactly) and is converted rounded up (docs/accounting.md §3): a
   charge, however small, is either refused or counted.
 
+Every budget has a neighbour relation (replace-one by default, as every privbayes release;
+or add/remove), stored with it and with each charge; a charge of the other relation is
+refused before anything is written (docs/accounting.md §9). ``remaining`` counts how many
+more copies of a charge fit, a refusal says what would fit, and ``read_only=True`` reads
+a file without writing anything, e.g. an auditor's read-only copy (docs/accounting.md §10).
+
 The orders every curve is stored on are fixed when the file is created; the default,
 :data:`WIDE_ORDERS`, reaches order 1.08e6 so that the conversion stays accurate down to
 delta = 5e-324 (docs/accounting.md §5). Pass ``orders=`` to :meth:`Ledger.create` (or to
