@@ -530,11 +530,7 @@ class Ledger:
                 raise BudgetExceededError(self._tv_message(mechanism, dataset, tv, tv_total, delta))
             spent, order, at_edge = self._spent(total, delta, tv_total)
             if not spent <= eps_budget:
-                raise BudgetExceededError(
-                    f"charging {mechanism} to {dataset!r} would spend eps={spent:.6g} at "
-                    f"delta={delta:g}, over the budget eps={eps_budget:g}; nothing was charged. "
-                    + self._what_fits(charge, curve, tv, before, tv_before, eps_budget, delta)
-                )
+                raise _Refused(spent, before, tv_before, eps_budget, delta)
             cur = self._sql(
                 "INSERT INTO charges (dataset, mechanism, curve, eps_after, time, note, tv, "
                 "relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -546,12 +542,21 @@ class Ledger:
             )
             self._before_commit()
             self._sql("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             self._db.execute("ROLLBACK")
-            raise
-        if at_edge:
-            self._warn_edge(order)
-        return int(cur.lastrowid)
+            if not isinstance(exc, _Refused):
+                raise
+            refused = exc  # the advice is computed after the write lock is released
+        else:
+            if at_edge:
+                self._warn_edge(order)
+            return int(cur.lastrowid)
+        spent, before, tv_before, eps_budget, delta = refused.args
+        raise BudgetExceededError(
+            f"charging {mechanism} to {dataset!r} would spend eps={spent:.6g} at "
+            f"delta={delta:g}, over the budget eps={eps_budget:g}; nothing was charged. "
+            + self._what_fits(charge, curve, tv, before, tv_before, eps_budget, delta)
+        ) from None
 
     def remaining(self, dataset: str, charge, relation: str | None = None) -> int | float:
         """How many more copies of ``charge`` (a release, a Calibration, a function of
@@ -762,6 +767,11 @@ def _name(dataset) -> str:
     if not isinstance(dataset, str) or not dataset.strip():
         raise ValueError(f"dataset must be a non-empty name; got {dataset!r}")
     return dataset.strip()
+
+
+class _Refused(Exception):
+    """A charge over budget, raised inside the transaction (args: spent, the total and tv
+    before it, the budget's eps and delta); turned into BudgetExceededError outside."""
 
 
 def _budget_relation(relation) -> str:
