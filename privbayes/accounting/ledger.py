@@ -599,9 +599,9 @@ class Ledger:
                 continue
             parts.append(f"lam={o:g}: " + ("none" if e == 0 else f"eps<={planning.fmt_down(e)}"))
         fits = (
-            "Releases that would fit now, whatever their curve at other orders (a (lam, eps) "
-            "certificate charged as eps at every order <= lam"
-            + (f", with this charge's tv={tv:g}" if tv else "")
+            "A release fits now if its eps at one of these orders is at most (whatever its "
+            "curve elsewhere"
+            + (f"; with this charge's tv={tv:g}" if tv else "")
             + "): "
             + "; ".join(parts)
             if parts

@@ -68,18 +68,17 @@ def copies_that_fit(
 def largest_eps_at(
     spent: Spent, total: ExactSum, tv0: Fraction, orders: np.ndarray, lam: float, tv, eps, delta
 ) -> float:
-    """The largest eps_lam (rounded down, to ~1e-9 relative) such that *any* release
-    certified (lam, eps_lam)-RDP, with allowance ``tv``, fits: it is charged as eps_lam at
-    every order <= lam (RDP is non-decreasing in the order, so that bounds its curve there)
-    and inf above, whatever its own curve. 0.0 when not even eps_lam = 0 fits; nan when
-    ``lam`` is not above the smallest order > 1 of the grid."""
-    fin = orders[np.isfinite(orders) & (orders > 1)]
-    if not (fin.size and lam >= fin[0]):
+    """The largest eps_lam (rounded down, to ~1e-9 relative) such that a curve that is
+    eps_lam at the order ``lam`` and unknown (inf) at every other order fits, with
+    allowance ``tv``: so any charge whose curve at ``lam`` is <= eps_lam fits, whatever its
+    values elsewhere (the conversion may use order ``lam`` alone). 0.0 when not even
+    eps_lam = 0 fits; nan when ``lam`` is not one of ``orders`` (finite, > 1)."""
+    at = orders == lam
+    if not (math.isfinite(lam) and lam > 1 and at.any()):
         return math.nan
-    below = orders <= lam
 
     def ok(e: float) -> bool:
-        return _fits(spent, total, np.where(below, e, np.inf), 1, tv0, Fraction(tv), eps, delta)
+        return _fits(spent, total, np.where(at, e, np.inf), 1, tv0, Fraction(tv), eps, delta)
 
     if not ok(0.0):
         return 0.0
