@@ -4,6 +4,7 @@ subsampled Gaussian add/remove; accountants refuse to mix them, before recording
 import copy
 import functools
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -146,3 +147,32 @@ def test_a_shared_accountant_checks_its_fast_release_path(rel):
     assert free.relation is None  # none given at construction
     free.compose(SGD)
     assert free.relation == ADD_REMOVE
+
+
+def test_threads_composing_both_relations_never_mix(rel):
+    """The shared accountant sets its relation under its lock: of two threads racing to
+    compose curves of different relations, only one relation ever gets in."""
+    for _ in range(5):
+        acc, ok = SharedAccountant(), {"release": 0, "sgd": 0}
+        barrier = threading.Barrier(2)
+
+        def go(name, curve, acc=acc, ok=ok, barrier=barrier):
+            barrier.wait()
+            for _ in range(20):
+                try:
+                    acc.compose(curve)
+                    ok[name] += 1
+                except pb.NeighbourRelationError:
+                    pass
+
+        threads = [
+            threading.Thread(target=go, args=("release", rel)),
+            threading.Thread(target=go, args=("sgd", SGD)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert (ok["release"] == 0) != (ok["sgd"] == 0)  # exactly one relation won
+        assert acc.releases == ok["release"] + ok["sgd"]
+        assert acc.relation == (REPLACE_ONE if ok["release"] else ADD_REMOVE)
