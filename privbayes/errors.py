@@ -22,6 +22,17 @@ class BudgetExceededError(PrivBayesError):
     """A charge would exceed a privacy budget (used by the ledger)."""
 
 
+class NeighbourRelationError(PrivBayesError, ValueError):
+    """Curves of different neighbour relations (replace-one, add/remove) were to be composed
+    in one accountant or ledger budget (docs/accounting.md §9). Raised before anything is
+    recorded: the accountant's state and the ledger's rows are unchanged. ``expected`` is
+    the accountant's (or budget's) relation, ``got`` the curve's."""
+
+    def __init__(self, message: str, *, expected: str | None = None, got: str | None = None):
+        super().__init__(message)
+        self.expected, self.got = expected, got
+
+
 class LedgerError(PrivBayesError, OSError):
     """A ledger file cannot be opened, created or written (missing folder, no permission,
     not an SQLite file, locked too long...), or has no budget for the data set named. The

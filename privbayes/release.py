@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .accounting.default import default_accountant
+from .accounting.relations import REPLACE_ONE
 from .calibration import Calibration, check_target, coarse_calibration, guarded, knob_of
 from .certified import round_up
 from .data import statistics
@@ -83,6 +84,8 @@ class PrivateSample:
         whole release, ``size`` draws and ``tv`` included; <= the eps asked for); ``lam``
         and ``eps`` are then the order the search chose and the RDP eps there. None for an
         RDP target. :meth:`epsilon` converts at any delta.
+    relation : the neighbour relation of the certificate, "replace-one" (n public) for
+        every privbayes release (a class constant; docs/accounting.md §9).
 
     No data statistic and no exact posterior is stored (the noise-aware posterior is
     computed from the noisy statistic alone).
@@ -104,6 +107,7 @@ class PrivateSample:
     posterior: Any = field(default=None, repr=False)
     delta: float | None = None
     dp_eps: float | None = None
+    relation: ClassVar[str] = REPLACE_ONE
 
     def epsilon(self, delta: float | None = None) -> float:
         """eps of (eps, delta)-DP certified for this release (``size`` draws and the failure
@@ -168,6 +172,7 @@ class _Charge:
     tv: float = 0.0
     target: str | None = None  # an (eps, delta) target, as the ledger's label shows it
     _rdp_is_size_times_calibration: ClassVar[bool] = True
+    relation: ClassVar[str] = REPLACE_ONE
 
     @property
     def guarantee(self) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 from scipy import optimize
 
 from . import curves as _curves
+from . import relations as _relations
 from .curves import _orders
 from .exact import ExactSum, sum_up
 
@@ -491,8 +492,13 @@ class RdpAccountant:
         (the accountant's own read-only copy): array curves must be given on
         ``self.orders``.
 
-    All composed curves must share one neighbour relation: privbayes releases are
-    replace-one; :func:`subsampled_gaussian_rdp` is add/remove (as in DP-SGD accountants).
+    relation : the neighbour relation of everything composed, "replace-one" (every
+        privbayes release) or "add/remove" (:func:`subsampled_gaussian_rdp`); default None:
+        fixed by the first composed curve that carries one. A curve of another relation is
+        refused with NeighbourRelationError, before anything is recorded; curves without
+        one (plain curves, functions, arrays) are taken to hold for the accountant's
+        relation (docs/accounting.md §9). Read back as ``self.relation``.
+
     Composition is exact (docs/accounting.md §3): ``rdp`` is the exact sum rounded up.
 
     What a composed curve is kept as, for the refinement over continuous orders
@@ -512,7 +518,8 @@ class RdpAccountant:
     Copies (``copy.deepcopy``, pickle) convert exactly as the original does.
     """
 
-    def __init__(self, orders=None) -> None:
+    def __init__(self, orders=None, relation: str | None = None) -> None:
+        self._relation = _relations.check_relation(relation)
         self._orders = _frozen(DEFAULT_ORDERS if orders is None else sorted_orders(orders))
         self._sum = ExactSum(self._orders.size)
         self._upper: np.ndarray | None = None
@@ -530,7 +537,14 @@ class RdpAccountant:
         """The accountant's orders: sorted, without repeats, read-only."""
         return self._orders
 
+    @property
+    def relation(self) -> str | None:
+        """The neighbour relation of what is composed ("replace-one" or "add/remove"); None
+        while nothing composed carries one and none was given."""
+        return self._relation
+
     def __setstate__(self, state: dict) -> None:
+        self.__dict__.setdefault("_relation", None)  # pickled before relations existed
         self.__dict__.update(state)
         self._orders = _frozen(self._orders)
         self._fine, self._fine_nfin, self._fine_extra = _fine_grid(self._orders.tobytes())
@@ -548,6 +562,7 @@ class RdpAccountant:
             "_fine_sum",
             "releases",
             "_tv",
+            "_relation",
         ):
             setattr(new, name, getattr(self, name))
         new._sum = self._sum.copy()
@@ -653,18 +668,27 @@ class RdpAccountant:
             else:
                 self._fine_sum = _add_up(self._fine_sum, plan[1], count)
 
-    def compose(self, curve, count: int = 1) -> RdpAccountant:
+    def compose(self, curve, count: int = 1, relation: str | None = None) -> RdpAccountant:
         """Add ``count`` copies of ``curve`` (RDP composition, exact). Returns self.
 
         ``curve``: a PrivateSample/Calibration, a function ``orders -> eps`` (e.g.
         ``functools.partial(gaussian_rdp, sigma=2.0)``), or an array of eps on
         ``self.orders``. It is evaluated here, once, and never called again: what the
-        refinement needs is fixed now (see the class docstring). Raises ValueError for a
-        curve with NaN or negative values on ``self.orders``, the wrong shape, or a count
-        that is not an integer >= 0.
+        refinement needs is fixed now (see the class docstring). ``relation``: the curve's
+        neighbour relation when it carries none (a bare function or array); default: the
+        accountant's. Raises NeighbourRelationError (a ValueError; nothing composed) when
+        the curve's relation is not the accountant's or contradicts ``relation``;
+        ValueError for a curve with NaN or negative values on ``self.orders``, the wrong
+        shape, or a count that is not an integer >= 0.
         """
-        self._add(*self._prepare(curve, count), count)
+        rel = _relations.merge(self._relation, curve, relation, where=self._where())
+        prepared = self._prepare(curve, count)
+        self._relation = rel
+        self._add(*prepared, count)
         return self
+
+    def _where(self) -> str:
+        return "this accountant"
 
     @property
     def tv(self) -> float:

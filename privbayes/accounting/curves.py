@@ -446,7 +446,10 @@ def subsampled_gaussian_rdp(orders, q: float, sigma: float) -> np.ndarray:
     bound; the exact values exceed 1e300 unless q is below about 1e-300).
 
     Neighbours here are add/remove (as in DP-SGD accountants), not privbayes's replace-one:
-    do not compose the two kinds in one accountant.
+    ``functools.partial(subsampled_gaussian_rdp, q=..., sigma=...)`` carries that relation,
+    and accountants and ledgers refuse to compose it with replace-one curves
+    (NeighbourRelationError; docs/accounting.md §9). A bare function or array of it
+    carries none: compose it with ``relation="add/remove"``.
     """
     lam = _orders(orders)
     q = _probability(q, "q")

@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from .accountant import RdpAccountant, _check_tv, _content, _release_part
+from .relations import REPLACE_ONE, merge
 
 __all__ = ["SharedAccountant", "default_accountant", "reset_default_accountant"]
 
@@ -29,8 +30,9 @@ class SharedAccountant(RdpAccountant):
     their counts); ``reset()`` forgets everything. Copies and pickles get a fresh lock.
     """
 
-    def __init__(self, orders=None) -> None:
-        super().__init__(orders)
+    def __init__(self, orders=None, relation: str | None = None) -> None:
+        super().__init__(orders, relation)
+        self._given_relation = self._relation
         self._lock = threading.Lock()
         self._pending: dict[tuple, list] = {}  # content key of a release -> [_Part, count]
 
@@ -42,10 +44,14 @@ class SharedAccountant(RdpAccountant):
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("_given_relation", None)  # pickled before relations existed
         super().__setstate__(state)
         self._lock = threading.Lock()
 
-    def compose(self, curve, count: int = 1) -> SharedAccountant:
+    def compose(self, curve, count: int = 1, relation: str | None = None) -> SharedAccountant:
+        # checked first (no state touched), again under the lock, where it is set: two
+        # threads composing different relations cannot both pass
+        merge(self._relation, curve, relation, where=self._where())
         if getattr(curve, "_rdp_is_size_times_calibration", False):
             # a privbayes release: kept as its (public, immutable) calibration and evaluated
             # when the accountant is read, once per distinct mechanism (O(1) here)
@@ -58,6 +64,7 @@ class SharedAccountant(RdpAccountant):
                     tv = _check_tv(curve)
                     pkey = (key, curve.size, _content(tv))
                     with self._lock:
+                        self._relation = merge(self._relation, curve, relation, where=self._where())
                         entry = self._pending.get(pkey)
                         if entry is None:  # no draws kept
                             self._pending[pkey] = [_Part(cal, curve.size, tv), int(count)]
@@ -67,8 +74,12 @@ class SharedAccountant(RdpAccountant):
                 return self
         prepared = self._prepare(curve, count)  # validates; no state touched
         with self._lock:
+            self._relation = merge(self._relation, curve, relation, where=self._where())
             self._add(*prepared, count)
         return self
+
+    def _where(self) -> str:
+        return "the default accountant" if self is _default else "this accountant"
 
     def _flush(self) -> None:
         """Evaluate the pending releases (under the lock)."""
@@ -99,9 +110,10 @@ class SharedAccountant(RdpAccountant):
         return self._snapshot().tv
 
     def reset(self) -> None:
-        """Forget every composed curve (releases back to 0)."""
+        """Forget every composed curve (releases back to 0); the relation given at
+        construction is kept (the default accountant's: replace-one)."""
         with self._lock:
-            RdpAccountant.__init__(self, self.orders)
+            RdpAccountant.__init__(self, self.orders, self._given_relation)
             self._pending = {}
 
     def _after_fork(self) -> None:
@@ -128,12 +140,14 @@ _default_lock = threading.Lock()
 
 def default_accountant() -> SharedAccountant:
     """The process-wide :class:`SharedAccountant` (on :data:`DEFAULT_ORDERS`), created on
-    first use. privbayes's release functions compose every release into it."""
+    first use. privbayes's release functions compose every release into it, so its relation
+    is replace-one: an add/remove curve (e.g. ``partial(subsampled_gaussian_rdp, ...)``) is
+    refused with NeighbourRelationError, and nothing is recorded."""
     global _default
     if _default is None:
         with _default_lock:
             if _default is None:
-                _default = SharedAccountant()
+                _default = SharedAccountant(relation=REPLACE_ONE)
     return _default
 
 

@@ -13,6 +13,12 @@ writes nothing. Correct under concurrency, crashes and rounding:
   doubles that add up exactly) and is converted rounded up (docs/accounting.md §3): a
   charge, however small, is either refused or counted.
 
+Every budget has a neighbour relation (replace-one by default, as every privbayes release;
+or add/remove), stored with it and with each charge; a charge of the other relation is
+refused before anything is written (docs/accounting.md §9). ``remaining`` counts how many
+more copies of a charge fit, a refusal says what would fit, and ``read_only=True`` reads
+a file without writing anything, e.g. an auditor's read-only copy (docs/accounting.md §10).
+
 The orders every curve is stored on are fixed when the file is created; the default,
 :data:`WIDE_ORDERS`, reaches order 1.08e6 so that the conversion stays accurate down to
 delta = 5e-324 (docs/accounting.md §5). Pass ``orders=`` to :meth:`Ledger.create` (or to
@@ -35,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BudgetExceededError, LedgerError, UnknownDatasetError
+from . import _readonly, planning
 from .accountant import (
     WIDE_ORDERS,
     OrdersWarning,
@@ -43,6 +50,7 @@ from .accountant import (
     sorted_orders,
 )
 from .exact import ExactSum
+from .relations import REPLACE_ONE, check_relation, merge
 
 _FORMAT = "privbayes-ledger-1"
 _TABLES = (
@@ -53,7 +61,8 @@ _TABLES = (
     delta REAL NOT NULL,
     total TEXT NOT NULL,          -- exact running sum of the charged curves (JSON partials)
     created REAL NOT NULL,
-    tv TEXT NOT NULL DEFAULT '0'  -- exact sum of the charges' tv allowances ("p/q")
+    tv TEXT NOT NULL DEFAULT '0', -- exact sum of the charges' tv allowances ("p/q")
+    relation TEXT NOT NULL DEFAULT 'replace-one'  -- neighbour relation of every charge
 )""",
     """CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -63,7 +72,8 @@ _TABLES = (
     eps_after REAL NOT NULL,      -- (eps, delta)-DP spent once this charge is in
     time REAL NOT NULL,
     note TEXT NOT NULL DEFAULT '',
-    tv REAL NOT NULL DEFAULT 0    -- the charge's total-variation allowance
+    tv REAL NOT NULL DEFAULT 0,   -- the charge's total-variation allowance
+    relation TEXT NOT NULL DEFAULT 'replace-one'
 )""",
 )
 
@@ -171,24 +181,39 @@ def _stored_orders(db: sqlite3.Connection):
     return db.execute("SELECT value FROM meta WHERE key='orders'").fetchone()
 
 
+# columns added after the first format, with the value every older row gets: no tv
+# allowance, and replace-one (every charge a ledger could hold then was a privbayes release
+# or a curve charged against replace-one budgets)
+_ADDED = (
+    ("budgets", "tv", "TEXT NOT NULL DEFAULT '0'"),
+    ("charges", "tv", "REAL NOT NULL DEFAULT 0"),
+    ("budgets", "relation", f"TEXT NOT NULL DEFAULT '{REPLACE_ONE}'"),
+    ("charges", "relation", f"TEXT NOT NULL DEFAULT '{REPLACE_ONE}'"),
+)
+_OLD_VALUE = {"tv": "'0'", "relation": f"'{REPLACE_ONE}'"}
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _col(cols: set[str], name: str) -> str:
+    """``name`` if the table has it, else the value an older file's rows have (reads of a
+    file that cannot be migrated: read-only)."""
+    return name if name in cols else _OLD_VALUE[name]
+
+
 def _migrate(db: sqlite3.Connection) -> None:
-    """Add the tv columns to a ledger written before they existed (under the write lock;
-    a no-op read for a current ledger)."""
-    missing = [
-        (table, ddl)
-        for table, ddl in (
-            ("budgets", "ALTER TABLE budgets ADD COLUMN tv TEXT NOT NULL DEFAULT '0'"),
-            ("charges", "ALTER TABLE charges ADD COLUMN tv REAL NOT NULL DEFAULT 0"),
-        )
-        if "tv" not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-    ]
+    """Add the columns a ledger written before them lacks (under the write lock; a no-op
+    read for a current ledger)."""
+    missing = [a for a in _ADDED if a[1] not in _columns(db, a[0])]
     if not missing:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        for table, ddl in missing:
-            if "tv" not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}:
-                db.execute(ddl)
+        for table, column, ddl in missing:
+            if column not in _columns(db, table):
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -218,6 +243,10 @@ class Ledger:
         different ``orders`` is then ignored with a warning).
     timeout : seconds to wait for another process's charge to finish.
     create : create the file if missing (default); False raises LedgerError instead.
+    read_only : open an existing file for reading only (``status``, ``spent``, ``budget``,
+        ``remaining``): nothing is written, not even SQLite's journal files, so a
+        read-only file in a read-only folder works (an auditor's copy; docs/accounting.md
+        §10). Writing methods then raise LedgerError; ``orders`` and ``create`` are ignored.
 
     To create a ledger together with its first budget, with nothing written when the
     budget is invalid, use :meth:`Ledger.create`.
@@ -227,9 +256,28 @@ class Ledger:
     permission, a file that is not a privbayes ledger, a lock held too long.
     """
 
-    def __init__(self, path, orders=None, timeout: float = 60.0, create: bool = True) -> None:
-        self.path = _check_path(path, must_exist=not create)
+    def __init__(
+        self,
+        path,
+        orders=None,
+        timeout: float = 60.0,
+        create: bool = True,
+        *,
+        read_only: bool = False,
+    ) -> None:
+        self.read_only = bool(read_only)
+        self.path = _check_path(path, must_exist=not create or self.read_only)
         self.timeout = float(timeout)
+        if self.read_only:
+            self._db = None
+            row = self._read(_stored_orders)
+            if row is None:
+                raise LedgerError(
+                    f"{self.path} is not a privbayes ledger (no budgets table); pass the file "
+                    "made by `privbayes budget init`"
+                )
+            self.orders = np.array(json.loads(row[0]), dtype=float)
+            return
         lam = WIDE_ORDERS if orders is None else sorted_orders(orders)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
@@ -280,7 +328,14 @@ class Ledger:
 
     @classmethod
     def create(
-        cls, path, dataset: str, eps: float, delta: float, orders=None, timeout: float = 60.0
+        cls,
+        path,
+        dataset: str,
+        eps: float,
+        delta: float,
+        orders=None,
+        timeout: float = 60.0,
+        relation: str = REPLACE_ONE,
     ) -> Ledger:
         """Create the budget (eps, delta) of ``dataset`` in the ledger at ``path``, creating
         the file if needed; returns the open Ledger.
@@ -290,14 +345,17 @@ class Ledger:
         leaves no file behind. ``orders`` (default :data:`WIDE_ORDERS`) applies to a new
         file; for an existing one it must equal the file's orders (ValueError otherwise).
 
-        Raises ValueError (bad eps, delta, name or orders; the budget exists), LedgerError
-        (the path cannot be used).
+        ``relation``: the budget's neighbour relation (see :meth:`init_budget`).
+
+        Raises ValueError (bad eps, delta, name, orders or relation; the budget exists),
+        LedgerError (the path cannot be used).
         """
         dataset = _name(dataset)
         eps, delta = _check_budget(eps, delta)
+        relation = _budget_relation(relation)
         lam = WIDE_ORDERS if orders is None else sorted_orders(orders)
         p = _check_path(path, must_exist=False)
-        if not p.exists() and _create_file(p, dataset, eps, delta, lam, float(timeout)):
+        if not p.exists() and _create_file(p, dataset, eps, delta, relation, lam, float(timeout)):
             return cls(p, timeout=timeout, create=False)
         ledger = cls(p, timeout=timeout, create=False)
         try:
@@ -306,14 +364,15 @@ class Ledger:
                     f"orders: the ledger {p} already exists with its own {ledger.orders.size} "
                     "orders (fixed when it was created); omit `orders` or use a new file"
                 )
-            ledger.init_budget(dataset, eps, delta)
+            ledger.init_budget(dataset, eps, delta, relation)
         except BaseException:
             ledger.close()
             raise
         return ledger
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -322,21 +381,45 @@ class Ledger:
         self.close()
 
     def _sql(self, *args):
+        if self._db is None:
+            raise LedgerError(
+                f"the ledger {self.path} was opened read_only: open it without read_only "
+                "(write access to the file and its folder) to change it"
+            )
         try:
             return self._db.execute(*args)
         except sqlite3.Error as exc:
             raise _ledger_error(exc, self.path, self.timeout) from None
 
+    def _read(self, fn):
+        """``fn(connection)``: on this ledger's connection, or on a fresh read-only one
+        (retried until the file was stable meanwhile) when opened read_only."""
+        try:
+            if self._db is None:
+                return _readonly.consistent(self.path, self.timeout, fn)
+            return fn(self._db)
+        except sqlite3.Error as exc:
+            raise _ledger_error(exc, self.path, self.timeout) from None
+
     # -- budgets --------------------------------------------------------------------
-    def init_budget(self, dataset: str, eps: float, delta: float) -> None:
+    def init_budget(
+        self, dataset: str, eps: float, delta: float, relation: str = REPLACE_ONE
+    ) -> None:
         """Create the budget (eps, delta) of ``dataset``: eps finite >= 0, delta strictly
-        between 0 and 1 (ValueError naming the argument otherwise, or if it exists)."""
+        between 0 and 1 (ValueError naming the argument otherwise, or if it exists).
+
+        ``relation``: the neighbour relation every charge must be for, "replace-one"
+        (default: privbayes releases) or "add/remove" (e.g. subsampled Gaussians);
+        :meth:`charge` refuses a curve of the other (docs/accounting.md §9)."""
         dataset = _name(dataset)
         eps, delta = _check_budget(eps, delta)
+        relation = _budget_relation(relation)
+        self._sql("SELECT 1")  # LedgerError when read_only
         try:
             self._db.execute(
-                "INSERT INTO budgets (dataset, eps, delta, total, created) VALUES (?, ?, ?, ?, ?)",
-                (dataset, eps, delta, _zero_total(self.orders.size), time.time()),
+                "INSERT INTO budgets (dataset, eps, delta, total, created, relation) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (dataset, eps, delta, _zero_total(self.orders.size), time.time(), relation),
             )
         except sqlite3.IntegrityError:
             raise ValueError(f"dataset {dataset!r} already has a budget") from None
@@ -344,12 +427,21 @@ class Ledger:
             raise _ledger_error(exc, self.path, self.timeout) from None
 
     def _budget(self, dataset: str):
-        row = self._sql(
-            "SELECT eps, delta, total, tv FROM budgets WHERE dataset=?", (dataset,)
-        ).fetchone()
+        """(eps, delta, total, tv, relation) of ``dataset``'s budget."""
+
+        def read(db):
+            cols = _columns(db, "budgets")
+            return db.execute(
+                f"SELECT eps, delta, total, {_col(cols, 'tv')}, {_col(cols, 'relation')} "
+                "FROM budgets WHERE dataset=?",
+                (dataset,),
+            ).fetchone()
+
+        row = self._read(read)
         if row is None:
             raise self._unknown(dataset)
-        return row[0], row[1], ExactSum.from_partials(json.loads(row[2])), Fraction(row[3])
+        total = ExactSum.from_partials(json.loads(row[2]))
+        return row[0], row[1], total, Fraction(row[3]), row[4]
 
     def _unknown(self, dataset: str) -> UnknownDatasetError:
         return UnknownDatasetError(
@@ -362,8 +454,13 @@ class Ledger:
     def budget(self, dataset: str) -> tuple[float, float]:
         """The budget (eps, delta) of ``dataset``; LedgerError (UnknownDatasetError) when it
         has none. A read without the write lock: :meth:`charge` checks again."""
-        eps, delta, _, _ = self._budget(_name(dataset))
+        eps, delta, _, _, _ = self._budget(_name(dataset))
         return float(eps), float(delta)
+
+    def relation(self, dataset: str) -> str:
+        """The neighbour relation of ``dataset``'s budget ("replace-one" for files written
+        before relations were stored); LedgerError (UnknownDatasetError) when it has none."""
+        return self._budget(_name(dataset))[4]
 
     def _spent(
         self, total: ExactSum, delta: float, tv: Fraction = Fraction(0)
@@ -382,18 +479,8 @@ class Ledger:
         return conv(delta)
 
     # -- charges --------------------------------------------------------------------
-    def charge(self, dataset: str, charge, note: str = "") -> int:
-        """Record ``charge`` (a release, a Calibration, a function of orders or an array on
-        ``self.orders``) against ``dataset``; returns the charge id.
-
-        Raises BudgetExceededError (writing nothing) when the composed (eps, delta) would
-        exceed the budget — also when the charges' total-variation allowances (the exact
-        back-end's delta_f per call) reach the budget's delta, which no eps can pay for —,
-        LedgerError when the data set has no budget (UnknownDatasetError, also a KeyError)
-        or the file cannot be written. Warns (OrdersWarning) when the best order of the
-        conversion is an end of the ledger's grid (the spent eps may then be overstated).
-        """
-        dataset = _name(dataset)
+    def _curve_of(self, charge) -> tuple[np.ndarray, float, str]:
+        """(curve on ``self.orders``, tv, mechanism label) of a charge, checked."""
         if isinstance(charge, np.ndarray | list | tuple):
             curve = np.asarray(charge, float)
         elif hasattr(charge, "rdp"):
@@ -406,27 +493,51 @@ class Ledger:
             raise ValueError(
                 f"a charge must give eps >= 0 at each of the {self.orders.size} orders"
             )
-        mechanism = _describe(charge)
         tv = 0.0 if isinstance(charge, np.ndarray | list | tuple) else getattr(charge, "tv", 0.0)
         if isinstance(tv, bool) or not isinstance(tv, int | float) or not 0 <= tv <= 1:
             raise ValueError(f"a charge's tv must be a number in [0, 1]; got {tv!r}")
+        return curve, float(tv), _describe(charge)
+
+    def _conversion(self, delta: float):
+        """The ledger's conversion at ``delta`` as planning uses it: (total, tv) -> eps."""
+        return lambda total, tv: self._spent(total, delta, tv)[0]
+
+    def charge(self, dataset: str, charge, note: str = "", relation: str | None = None) -> int:
+        """Record ``charge`` (a release, a Calibration, a function of orders or an array on
+        ``self.orders``) against ``dataset``; returns the charge id.
+
+        ``relation``: the charge's neighbour relation when it carries none (a function or
+        an array: default, the budget's); privbayes releases are replace-one.
+
+        Raises BudgetExceededError (writing nothing) when the composed (eps, delta) would
+        exceed the budget — also when the charges' total-variation allowances (the exact
+        back-end's delta_f per call) reach the budget's delta, which no eps can pay for —;
+        its message gives the charge's own cost, what was spent, and what still fits (how
+        many copies of the charge; the largest eps a release may ask for at a few orders,
+        docs/accounting.md §10). NeighbourRelationError (a ValueError; nothing written)
+        when the charge's relation is not the budget's. LedgerError when the data set has
+        no budget (UnknownDatasetError, also a KeyError) or the file cannot be written.
+        Warns (OrdersWarning) when the best order of the conversion is an end of the
+        ledger's grid (the spent eps may then be overstated).
+        """
+        dataset = _name(dataset)
+        curve, tv, mechanism = self._curve_of(charge)
         self._sql("BEGIN IMMEDIATE")  # the write lock, before reading the total
         try:
-            eps_budget, delta, total, tv_total = self._budget(dataset)
+            eps_budget, delta, total, tv_total, budget_rel = self._budget(dataset)
+            rel = merge(budget_rel, charge, relation, where=f"the budget of {dataset!r}")
+            before, tv_before = total.copy(), tv_total
             total.add(curve)
             tv_total += Fraction(tv)
             if tv_total > 0 and not tv_total < Fraction(delta):
                 raise BudgetExceededError(self._tv_message(mechanism, dataset, tv, tv_total, delta))
             spent, order, at_edge = self._spent(total, delta, tv_total)
             if not spent <= eps_budget:
-                raise BudgetExceededError(
-                    f"charging {mechanism} to {dataset!r} would spend eps={spent:.6g} at "
-                    f"delta={delta:g}, over the budget eps={eps_budget:g}; nothing was charged"
-                )
+                raise _Refused(spent, before, tv_before, eps_budget, delta)
             cur = self._sql(
-                "INSERT INTO charges (dataset, mechanism, curve, eps_after, time, note, tv) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (dataset, mechanism, _dumps(curve), spent, time.time(), str(note), float(tv)),
+                "INSERT INTO charges (dataset, mechanism, curve, eps_after, time, note, tv, "
+                "relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (dataset, mechanism, _dumps(curve), spent, time.time(), str(note), tv, rel),
             )
             self._sql(
                 "UPDATE budgets SET total=?, tv=? WHERE dataset=?",
@@ -434,12 +545,75 @@ class Ledger:
             )
             self._before_commit()
             self._sql("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             self._db.execute("ROLLBACK")
-            raise
-        if at_edge:
-            self._warn_edge(order)
-        return int(cur.lastrowid)
+            if not isinstance(exc, _Refused):
+                raise
+            refused = exc  # the advice is computed after the write lock is released
+        else:
+            if at_edge:
+                self._warn_edge(order)
+            return int(cur.lastrowid)
+        spent, before, tv_before, eps_budget, delta = refused.args
+        raise BudgetExceededError(
+            f"charging {mechanism} to {dataset!r} would spend eps={spent:.6g} at "
+            f"delta={delta:g}, over the budget eps={eps_budget:g}; nothing was charged. "
+            + self._what_fits(charge, curve, tv, before, tv_before, eps_budget, delta)
+        ) from None
+
+    def remaining(self, dataset: str, charge, relation: str | None = None) -> int | float:
+        """How many more copies of ``charge`` (a release, a Calibration, a function of
+        orders or an array on ``self.orders``, as for :meth:`charge`) the budget of
+        ``dataset`` takes: the largest k such that k further charges of it would all pass,
+        by the ledger's own conversion (grid orders, rounded up; tv allowances included).
+        An int >= 0; ``math.inf`` when every k fits (a curve that is 0 where it matters).
+
+        A read without the write lock (others may charge meanwhile). Raises
+        NeighbourRelationError when the charge's relation is not the budget's, LedgerError
+        (UnknownDatasetError) when the data set has no budget; ValueError or TypeError for
+        a charge that :meth:`charge` would refuse as malformed.
+        """
+        dataset = _name(dataset)
+        curve, tv, _ = self._curve_of(charge)
+        eps_budget, delta, total, tv_total, budget_rel = self._budget(dataset)
+        merge(budget_rel, charge, relation, where=f"the budget of {dataset!r}")
+        return planning.copies_that_fit(
+            self._conversion(delta), total, tv_total, curve, tv, eps_budget, delta
+        )
+
+    def _what_fits(self, charge, curve, tv, total, tv_total, eps_budget, delta) -> str:
+        """The refusal's second half: the charge's own cost, what was spent, and the largest
+        eps a release (with this charge's tv) may still ask for at a few orders."""
+        conv = self._conversion(delta)
+        alone = ExactSum(curve.size)
+        alone.add(curve)
+        cost = conv(alone, Fraction(tv))
+        spent = conv(total, tv_total)
+        lam = getattr(getattr(charge, "calibration", charge), "lam", None)
+        lam = float(lam) if isinstance(lam, int | float) and not isinstance(lam, bool) else None
+        top = float(self.orders[np.isfinite(self.orders)].max())
+        table = sorted({*(o for o in planning.TABLE_ORDERS if o <= top), *([lam] if lam else [])})
+        parts = []
+        for o in table:
+            e = planning.largest_eps_at(
+                conv, total, tv_total, self.orders, o, tv, eps_budget, delta
+            )
+            if math.isnan(e):
+                continue
+            parts.append(f"lam={o:g}: " + ("none" if e == 0 else f"eps<={planning.fmt_down(e)}"))
+        fits = (
+            "A release fits now if its eps at one of these orders is at most (whatever its "
+            "curve elsewhere"
+            + (f"; with this charge's tv={tv:g}" if tv else "")
+            + "): "
+            + "; ".join(parts)
+            if parts
+            else ""
+        )
+        return (
+            f"This charge alone costs eps={cost:.6g} at delta={delta:g}; already spent: "
+            f"eps={spent:.6g} of {eps_budget:g}. {fits}"
+        ).rstrip()
 
     @staticmethod
     def _tv_message(mechanism: str, dataset: str, tv: float, tv_total: Fraction, delta) -> str:
@@ -479,25 +653,39 @@ class Ledger:
 
         Keys: dataset, eps_budget, delta, eps_spent (rounded up), order (the order the
         conversion used), at_grid_edge (True when that
-        order is an end of the ledger's orders: eps_spent may be overstated), charges (id,
-        mechanism, eps_after, time, note). A ``dataset`` without a budget raises
-        LedgerError (UnknownDatasetError).
+        order is an end of the ledger's orders: eps_spent may be overstated), tv, relation
+        (the budget's neighbour relation), charges (id, mechanism, eps_after, time, note,
+        relation). A ``dataset`` without a budget raises LedgerError (UnknownDatasetError).
+        Works on a ledger opened read_only.
         """
-        rows = self._sql(
-            "SELECT dataset, eps, delta, total, tv FROM budgets"
-            + (" WHERE dataset=?" if dataset is not None else "")
-            + " ORDER BY dataset",
-            (() if dataset is None else (_name(dataset),)),
-        ).fetchall()
+        args = () if dataset is None else (_name(dataset),)
+
+        def read(db):
+            cols = _columns(db, "budgets")
+            rows = db.execute(
+                f"SELECT dataset, eps, delta, total, {_col(cols, 'tv')}, "
+                f"{_col(cols, 'relation')} FROM budgets"
+                + (" WHERE dataset=?" if dataset is not None else "")
+                + " ORDER BY dataset",
+                args,
+            ).fetchall()
+            ccols = _columns(db, "charges")
+            charges = {
+                r[0]: db.execute(
+                    f"SELECT id, mechanism, eps_after, time, note, {_col(ccols, 'relation')} "
+                    "FROM charges WHERE dataset=? ORDER BY id",
+                    (r[0],),
+                ).fetchall()
+                for r in rows
+            }
+            return rows, charges
+
+        rows, charges_of = self._read(read)
         if dataset is not None and not rows:
             raise self._unknown(_name(dataset))
         out = []
-        for name, eps, delta, total, tv in rows:
-            charges = self._sql(
-                "SELECT id, mechanism, eps_after, time, note FROM charges WHERE dataset=? "
-                "ORDER BY id",
-                (name,),
-            ).fetchall()
+        for name, eps, delta, total, tv, relation in rows:
+            charges = charges_of[name]
             spent, order, at_edge = self._spent(
                 ExactSum.from_partials(json.loads(total)), delta, Fraction(tv)
             )
@@ -510,9 +698,17 @@ class Ledger:
                     "order": order,
                     "at_grid_edge": at_edge,
                     "tv": float(Fraction(tv)),
+                    "relation": relation,
                     "charges": [
-                        {"id": i, "mechanism": m, "eps_after": e, "time": t, "note": note}
-                        for i, m, e, t, note in charges
+                        {
+                            "id": i,
+                            "mechanism": m,
+                            "eps_after": e,
+                            "time": t,
+                            "note": note,
+                            "relation": r,
+                        }
+                        for i, m, e, t, note, r in charges
                     ],
                 }
             )
@@ -524,7 +720,9 @@ class Ledger:
         return self.status(dataset)[0]["eps_spent"]
 
 
-def _create_file(p: Path, dataset: str, eps: float, delta: float, lam, timeout: float) -> bool:
+def _create_file(
+    p: Path, dataset: str, eps: float, delta: float, relation: str, lam, timeout: float
+) -> bool:
     """Build a ledger holding one budget in a temporary file next to ``p`` and move it into
     place only if ``p`` still does not exist (False then: another process made it)."""
     # SQLite creates the file with the usual permissions (umask), as for any ledger
@@ -536,8 +734,9 @@ def _create_file(p: Path, dataset: str, eps: float, delta: float, lam, timeout: 
             db.execute("BEGIN")
             _setup(db, lam)
             db.execute(
-                "INSERT INTO budgets (dataset, eps, delta, total, created) VALUES (?, ?, ?, ?, ?)",
-                (dataset, eps, delta, _zero_total(lam.size), time.time()),
+                "INSERT INTO budgets (dataset, eps, delta, total, created, relation) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (dataset, eps, delta, _zero_total(lam.size), time.time(), relation),
             )
             db.execute("COMMIT")
         finally:
@@ -571,3 +770,15 @@ def _name(dataset) -> str:
     if not isinstance(dataset, str) or not dataset.strip():
         raise ValueError(f"dataset must be a non-empty name; got {dataset!r}")
     return dataset.strip()
+
+
+class _Refused(Exception):
+    """A charge over budget, raised inside the transaction (args: spent, the total and tv
+    before it, the budget's eps and delta); turned into BudgetExceededError outside."""
+
+
+def _budget_relation(relation) -> str:
+    """A budget's relation: "replace-one" or "add/remove" (None is not one)."""
+    if relation is None:
+        raise ValueError(f"a budget's relation must be {REPLACE_ONE!r} or 'add/remove'; got None")
+    return check_relation(relation)

@@ -52,8 +52,10 @@ def ledger_args(parser, *, charge: bool) -> None:
 def _is_ledger(path: Path) -> bool | None:
     """True/False whether an SQLite file has the ledger's tables; None if it has no tables
     yet or cannot be read here (the real open then reports the problem)."""
+    from ..accounting import _readonly
+
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        db, _ = _readonly.connect(path, 5.0)  # writes nothing, not even journal files
         try:
             names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         finally:
@@ -65,11 +67,13 @@ def _is_ledger(path: Path) -> bool | None:
     return "budgets" in names and "charges" in names
 
 
-def open_ledger(path: str, *, create: bool, orders=None):
+def open_ledger(path: str, *, create: bool, orders=None, read_only: bool = False):
     """A :class:`privbayes.Ledger` at ``path``; UsageError naming the path and the fix.
 
-    ``create=False`` (sample, query, budget show) needs an existing ledger; ``create=True``
-    (budget init) makes the file if missing, with ``orders`` if given.
+    ``create=False`` (sample, query) needs an existing ledger; ``create=True`` (budget
+    init) makes the file if missing, with ``orders`` if given; ``read_only`` (budget show)
+    opens an existing file without writing anything, so a read-only file in a read-only
+    folder (an auditor's copy) works.
     """
     from ..accounting.ledger import Ledger
 
@@ -100,9 +104,15 @@ def open_ledger(path: str, *, create: bool, orders=None):
                 f"--ledger {path}: an SQLite database but not a privbayes ledger (no budgets "
                 "table); give the path of a ledger made by `privbayes budget init`"
             )
-    elif not create:
+    elif not create or read_only:
         raise UsageError(f"--ledger {path}: no ledger at {path}; create it with {init}")
-    elif not parent.is_dir():
+    if read_only:
+        try:
+            return Ledger(p, read_only=True)
+        except (sqlite3.Error, OSError, PrivBayesError) as exc:
+            reason = " ".join(str(exc).split())
+            raise UsageError(f"--ledger {path}: cannot read the ledger ({reason})") from None
+    if not p.exists() and not parent.is_dir():
         raise UsageError(
             f"--ledger {path}: no such directory {parent}; create it first or choose another path"
         )

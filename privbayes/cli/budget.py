@@ -107,7 +107,7 @@ def _show(args) -> None:
     for flag in ("eps", "delta", "orders"):
         if getattr(args, flag) is not None:
             raise UsageError(f"--{flag} applies to budget init only")
-    ledger = open_ledger(args.ledger, create=False)
+    ledger = open_ledger(args.ledger, create=False, read_only=True)  # writes nothing
     try:
         status = ledger.status(args.name)
     except KeyError as exc:
@@ -119,7 +119,8 @@ def _show(args) -> None:
     for b in status:
         print(
             f"{b['dataset']}: spent eps={b['eps_spent']:.6g} of {b['eps_budget']:g} "
-            f"at delta={b['delta']:g} ({len(b['charges'])} charges)"
+            f"at delta={b['delta']:g} ({len(b['charges'])} charges; {b['relation']} "
+            "neighbours)"
         )
         if b["charges"]:
             print(f"  {'id':>4}  {'time (UTC)':<19}  {'eps after':>10}  mechanism / note")

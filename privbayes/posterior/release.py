@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..accounting.relations import REPLACE_ONE
 from ..calibration import Calibration
 from ..errors import InfeasiblePrivacyError, ReleaseInterrupted
 from ..noise.discrete_gaussian import (
@@ -148,6 +149,7 @@ class PrivatePosterior:
     size: None = None
     tv: float = 0.0
     _rdp_is_size_times_calibration: ClassVar[bool] = True
+    relation: ClassVar[str] = REPLACE_ONE  # neighbours: replace-one, n public
 
     @property
     def truncation(self) -> float:

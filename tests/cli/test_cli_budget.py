@@ -165,3 +165,43 @@ def test_sqlite_errors_during_a_charge_name_the_ledger(tmp_path, flips, run, mon
     monkeypatch.setattr(pb.Ledger, "charge", locked)
     code, _, err = _sample(run, flips, "--ledger", db, "--eps", "0.05")
     assert code == 2 and f"--ledger {db}: database is locked" in err
+
+
+def test_refusal_says_what_fits(tmp_path, run):
+    """Issue 21's reproducer: after `budget init --eps 10 --delta 1e-6`, Beta(1, 1), n = 6,
+    diffused `sample --lam 2 --eps 1` costs eps = 10.7 and is refused; the message says
+    what fits, and that request then passes."""
+    data = tmp_path / "flips.csv"
+    data.write_text("x\n0\n1\n1\n0\n1\n1\n")
+    db = tmp_path / "l.db"
+    assert run("budget", "init", "flips", "--eps", "10", "--delta", "1e-6", "--ledger", db)[0] == 0
+    code, out, err = _sample(run, data, "--ledger", db)
+    assert code == 2 and out == ""
+    assert "would spend eps=10.7359 at delta=1e-06, over the budget eps=10" in err
+    assert "nothing was charged" in err and "lam=2: none" in err
+    assert "lam=16: eps<=9.328" in err and "lam=32: eps<=9.697" in err
+    code, _, err = _sample(run, data, "--ledger", db, "--lam", "16", "--eps", "9.328")
+    assert code == 0, err
+
+
+def test_show_reads_an_auditors_read_only_copy(tmp_path, flips, run):
+    """budget show on a 0444 file in a 0555 folder: works, and nothing is written (no
+    byte, mtime or file changes; SQLite's -wal/-shm are not made)."""
+    live = tmp_path / "live.db"
+    assert _init(run, live)[0] == 0
+    assert _sample(run, flips, "--ledger", live, "--dataset", "flips")[0] == 0
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    (folder / "copy.db").write_bytes(live.read_bytes())
+    (folder / "copy.db").chmod(0o444)
+    os.utime(folder / "copy.db", ns=(10**18, 10**18))
+    folder.chmod(0o555)
+    try:
+        before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+        code, out, err = run("budget", "show", "--ledger", folder / "copy.db")
+        assert code == 0, err
+        assert "flips: spent eps=" in out and "1 charges; replace-one neighbours" in out
+        after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+        assert after == before
+    finally:
+        folder.chmod(0o755)
