@@ -20,6 +20,7 @@ from .errors import (
     ConvergenceError,
     DataError,
     InfeasiblePrivacyError,
+    KnobCappedWarning,
     LedgerError,
     PrivBayesError,
     ReleaseInterrupted,
@@ -39,6 +40,7 @@ _LAZY = {
     "GammaPoisson": (".models", "GammaPoisson"),
     "MultinomialLogisticRegression": (".models", "MultinomialLogisticRegression"),
     "NormalKnownVariance": (".models", "NormalKnownVariance"),
+    "auto_beta": (".models", "auto_beta"),
     "Calibration": (".calibration", "Calibration"),
     "calibrate": (".calibration", "calibrate"),
     "Ledger": (".accounting.ledger", "Ledger"),
@@ -74,6 +76,7 @@ __all__ = [
     "ExactInfeasibleError",
     "GammaPoisson",
     "InfeasiblePrivacyError",
+    "KnobCappedWarning",
     "Ledger",
     "LedgerError",
     "MultinomialLogisticRegression",
@@ -89,6 +92,7 @@ __all__ = [
     "StepCapWarning",
     "accounting",
     "audit",
+    "auto_beta",
     "calibrate",
     "data",
     "datasets",
@@ -136,6 +140,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
         GammaPoisson,
         MultinomialLogisticRegression,
         NormalKnownVariance,
+        auto_beta,
     )
     from .posterior.planning import plan
     from .posterior.release import PrivatePosterior

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from .capping import public_entry
 from .errors import InfeasiblePrivacyError, PrivBayesError
 from .validation import check_eps, check_lam, check_n
 
@@ -105,6 +106,7 @@ class Calibration:
         return np.where(at_lam, np.minimum(curve, self.eps), curve)
 
 
+@public_entry  # KnobCappedWarning when the knob is capped far below the target (capping.py)
 def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = None) -> Calibration:
     """Calibrate ``method`` for ``model`` to (lam, eps)-RDP on data sets of size ``n``.
 
@@ -127,7 +129,11 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
         its ``guarantee`` is "undetermined (pass d)", and its knob and curve are those of
         exact posterior draws — the exact back-end's, and safe for Langevin too (that
         certificate also bounds Langevin's at the same knobs), though Langevin's own
-        calibration may allow a slightly larger knob.
+        calibration may allow a slightly larger knob. With beta="auto" d is required
+        (ValueError without it): the prior itself depends on d, so no certificate exists
+        until d is known; beta is resolved from n and d as :func:`privbayes.sample`
+        resolves it (``model.resolve_beta(n, d)``), and the Calibration's ``model``
+        carries the number.
 
     Returns
     -------
@@ -138,7 +144,13 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
     Raises
     ------
     InfeasiblePrivacyError (a ValueError) when the target cannot be met, saying what can.
-    ValueError / TypeError for malformed arguments.
+    ValueError / TypeError for malformed arguments (and beta="auto" without d).
+
+    Warns
+    -----
+    :class:`privbayes.KnobCappedWarning` when the knob is capped (r, m or t at 1, or at
+    the largest value lam certifies) and the certified eps is below half the target,
+    saying what to change (privbayes.capping).
 
     Source: paper §3 (boundary pairs, binary search); the reduction proof and the search are
     ours (docs/boundary.md).
@@ -157,6 +169,14 @@ def calibrate(model, n, lam, eps, method: str = "diffused", *, d: int | None = N
                 "n = 0: a GLM's prior N(0, (n beta)^-1 I) is improper at n = 0 (sample refuses "
                 "empty data); calibrate for the n you will release"
             )
+    if getattr(model, "beta_is_auto", False):  # the prior depends on d: none without it
+        if d is None:
+            raise ValueError(
+                "beta='auto' is resolved from the public n and d (beta = c^2 d / (n M^2), "
+                "docs/glm.md): pass d, the number of weights with the intercept's column "
+                "counted (sample() takes it from X's shape)"
+            )
+        model = model.resolve_beta(n, d)
     if getattr(model, "backend", None) == "auto":
         # without d: the certificate of exact posterior draws, which also bounds Langevin's
         # at the same knobs (docs/langevin.md, Theorem 1)

@@ -19,6 +19,7 @@ import numpy as np
 
 from .accounting.default import default_accountant
 from .calibration import Calibration, guarded
+from .capping import public_entry
 from .certified import round_up
 from .data import statistics
 from .errors import ReleaseInterrupted, SharedRandomnessWarning
@@ -374,6 +375,8 @@ def _release(
     generator = resolve_rng(rng)  # a bad rng is refused before anything is charged
     target = eps if size is None else _per_draw_eps(eps, size)
     d = int(np.shape(stats[0])[1]) if hasattr(model, "_resolve") else None
+    if d is not None:  # GLMs: beta="auto" from the public n and d, as calibrate() resolves it
+        model = model.resolve_beta(n, d)
     if d is not None:  # GLMs: "auto" picks a certified back-end from public inputs
         model = guarded(
             lambda: model._resolve(n, d, lam, target, method, size), model, n, lam, target, method
@@ -429,6 +432,7 @@ def _release(
     )
 
 
+@public_entry  # KnobCappedWarning, once per call (privbayes.capping)
 def sample(
     model,
     data,
@@ -520,6 +524,11 @@ def sample(
     KeyboardInterrupt) when the call is interrupted (Ctrl-C) while it samples: nothing is
     released, and the charge made before sampling stays (the sampler had read the data).
 
+    Warns :class:`privbayes.KnobCappedWarning` when the calibration caps the knob and the
+    certified eps is below half the request (privbayes.capping), saying what to change.
+    A GLM with beta="auto" is resolved from the public n and d = X's columns (plus the
+    intercept's): ``rel.calibration.model.beta`` is the number used.
+
     Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
     """
@@ -571,6 +580,7 @@ def sample(
             ledger.close()
 
 
+@public_entry  # KnobCappedWarning, once per call (privbayes.capping)
 def release_query(
     values,
     lam,

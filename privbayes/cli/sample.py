@@ -47,6 +47,8 @@ def result(rel) -> dict:
         "n": rel.n,
         "guarantee": rel.guarantee,
         "tv": rel.tv,
+        # GLMs: the prior precision used (with --beta auto, the rule's value for n and d)
+        **({"beta": model.beta} if hasattr(model := rel.calibration.model, "_resolve") else {}),
     }
 
 
