@@ -20,6 +20,7 @@ from .errors import (
     ConvergenceError,
     DataError,
     InfeasiblePrivacyError,
+    KnobCappedWarning,
     LedgerError,
     NeighbourRelationError,
     PrivBayesError,
@@ -40,6 +41,7 @@ _LAZY = {
     "GammaPoisson": (".models", "GammaPoisson"),
     "MultinomialLogisticRegression": (".models", "MultinomialLogisticRegression"),
     "NormalKnownVariance": (".models", "NormalKnownVariance"),
+    "auto_beta": (".models", "auto_beta"),
     "Calibration": (".calibration", "Calibration"),
     "calibrate": (".calibration", "calibrate"),
     "Ledger": (".accounting.ledger", "Ledger"),
@@ -75,6 +77,7 @@ __all__ = [
     "ExactInfeasibleError",
     "GammaPoisson",
     "InfeasiblePrivacyError",
+    "KnobCappedWarning",
     "Ledger",
     "LedgerError",
     "MultinomialLogisticRegression",
@@ -91,6 +94,7 @@ __all__ = [
     "StepCapWarning",
     "accounting",
     "audit",
+    "auto_beta",
     "calibrate",
     "data",
     "datasets",
@@ -138,6 +142,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
         GammaPoisson,
         MultinomialLogisticRegression,
         NormalKnownVariance,
+        auto_beta,
     )
     from .posterior.planning import plan
     from .posterior.release import PrivatePosterior

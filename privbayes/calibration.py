@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from .capping import public_entry
 from .errors import InfeasiblePrivacyError, PrivBayesError
 from .validation import check_eps, check_lam, check_n
 
@@ -143,6 +144,7 @@ def _default_delta(delta, target) -> float:
     return _check_delta(delta)
 
 
+@public_entry  # KnobCappedWarning when the knob is capped far below the target (capping.py)
 def calibrate(
     model,
     n,
@@ -180,7 +182,11 @@ def calibrate(
         its ``guarantee`` is "undetermined (pass d)", and its knob and curve are those of
         exact posterior draws — the exact back-end's, and safe for Langevin too (that
         certificate also bounds Langevin's at the same knobs), though Langevin's own
-        calibration may allow a slightly larger knob.
+        calibration may allow a slightly larger knob. With beta="auto" d is required
+        (ValueError without it): the prior itself depends on d, so no certificate exists
+        until d is known; beta is resolved from n and d as :func:`privbayes.sample`
+        resolves it (``model.resolve_beta(n, d)``), and the Calibration's ``model``
+        carries the number.
 
     Returns
     -------
@@ -191,7 +197,13 @@ def calibrate(
     Raises
     ------
     InfeasiblePrivacyError (a ValueError) when the target cannot be met, saying what can.
-    ValueError / TypeError for malformed arguments.
+    ValueError / TypeError for malformed arguments (and beta="auto" without d).
+
+    Warns
+    -----
+    :class:`privbayes.KnobCappedWarning` when the knob is capped (r, m or t at 1, or at
+    the largest value lam certifies) and the certified eps is below half the target,
+    saying what to change (privbayes.capping).
 
     Source: paper §3 (boundary pairs, binary search); the reduction proof and the search are
     ours (docs/boundary.md).
@@ -204,6 +216,14 @@ def calibrate(
 
         n, eps, delta = check_n(n), check_eps(eps), check_delta_target(delta)
         score = lambda res: (knob_of(res[0]), res[0].eps)  # noqa: E731
+        coarse = None  # GLMs with d: rank the orders without the release's plan (the exact
+        # back-end's envelope costs ~0.5 s per order), then calibrate fully at the best
+        if isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 1 and n > 0:
+            base = model.resolve_beta(n, int(d)) if getattr(model, "beta_is_auto", False) else model
+
+            def coarse(lam_: float, eps_: float):
+                return _calibrate_rdp(base, n, lam_, eps_, method, None)
+
         found = search(
             lambda lam_, eps_: _calibrate_rdp(model, n, lam_, eps_, method, d),
             score,
@@ -211,11 +231,7 @@ def calibrate(
             delta,
             tv_of=lambda res: res[1],
             name=f"{type(model).__name__}/{method}",
-            # GLMs with d: the orders are ranked without the release's plan (the exact
-            # back-end's envelope costs ~0.5 s per order), then calibrated fully
-            coarse_at=None
-            if d is None
-            else (lambda lam_, eps_: _calibrate_rdp(model, n, lam_, eps_, method, None)),
+            coarse_at=coarse,
         )
         return dataclasses.replace(found.result[0], delta=delta, dp_eps=found.dp_eps, dp_target=eps)
     return _calibrate_rdp(model, n, lam, eps, method, d)[0]
@@ -262,6 +278,14 @@ def _calibrate_rdp(model, n, lam, eps, method, d) -> tuple[Calibration, float]:
                 "n = 0: a GLM's prior N(0, (n beta)^-1 I) is improper at n = 0 (sample refuses "
                 "empty data); calibrate for the n you will release"
             )
+    if getattr(model, "beta_is_auto", False):  # the prior depends on d: none without it
+        if d is None:
+            raise ValueError(
+                "beta='auto' is resolved from the public n and d (beta = c^2 d / (n M^2), "
+                "docs/glm.md): pass d, the number of weights with the intercept's column "
+                "counted (sample() takes it from X's shape)"
+            )
+        model = model.resolve_beta(n, d)
     if getattr(model, "backend", None) == "auto":
         # without d: the certificate of exact posterior draws, which also bounds Langevin's
         # at the same knobs (docs/langevin.md, Theorem 1)

@@ -109,6 +109,33 @@ class StepCapWarning(UserWarning):
     (docs/langevin.md)."""
 
 
+class KnobCappedWarning(UserWarning):
+    """Calibration capped the mechanism's knob (diffused r, concentrated m, OPS's t at 1, or
+    at the largest value the order certifies) and the certified eps is far below the one
+    asked for (below :data:`privbayes.capping.FAR_BELOW` times it): the release spends
+    less of the budget than requested, and more eps cannot buy more accuracy with this
+    prior and method. The message says what to change (a smaller beta or weaker prior,
+    ``method="direct"``, a smaller lam, or asking for the certified eps). The certificate is
+    correct. Attributes (public): ``certified_eps``, ``target_eps``, ``method``, ``knob``
+    (its name) and ``value`` (where it stopped). Issued once per public call
+    (:func:`privbayes.calibrate`, :func:`privbayes.sample`, ``release_query``,
+    ``PrivateLogisticRegression.fit``) by :func:`privbayes.capping.warn_if_capped`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        certified_eps: float = float("nan"),
+        target_eps: float = float("nan"),
+        method: str = "",
+        knob: str = "",
+        value: float = float("nan"),
+    ) -> None:
+        super().__init__(message)
+        self.certified_eps, self.target_eps = certified_eps, target_eps
+        self.method, self.knob, self.value = method, knob, value
+
+
 class SharedRandomnessWarning(UserWarning):
     """A release draws its noise from the same random state as an earlier release of this
     process: the same int seed, or a copy of the same Generator (e.g. one deep-copied by

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .capping import public_entry
 from .errors import DataError, PrivBayesError
 from .models.logistic import GLM_METHODS, BayesianLogisticRegression
 from .models.multinomial import MULTINOMIAL_METHODS, MultinomialLogisticRegression
@@ -42,7 +43,13 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         ``privacy_["delta"]`` and ``privacy_["dp_eps"]`` report it.
     method : "diffused", "concentrated", "direct" or "ops" (One Posterior Sample: pure DP
         as RDP, for two classes and for K; docs/multinomial.md §3b).
-    beta : prior precision per record, w ~ N(0, (n beta)^-1 I).
+    beta : prior precision per record, w ~ N(0, (n beta)^-1 I) (default 0.01), or "auto":
+        the public rule beta = c^2 d / (n M^2) (:func:`privbayes.auto_beta`), resolved in
+        ``fit`` from the public n and d (X's columns, plus one with ``fit_intercept``) and
+        reported as ``beta_`` (docs/glm.md, "Choosing beta"). ``beta`` itself is kept.
+    margin_scale : None (default: 10) or M > 0, the rule's public scale of the margins
+        |w.x| (softmax: of each class's score); with beta="auto" only (ValueError
+        otherwise). Choose it before seeing the data.
     c : public bound on the norm of a row *including* the intercept column (the
         :class:`privbayes.BayesianLogisticRegression` that each fit builds appends it).
     n_samples : posterior draws to average (each one a private release).
@@ -120,6 +127,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         (weights, then the intercept itself when ``fit_intercept``), (n_samples,
         n_features + fit_intercept, K) for K > 2 (the last row the intercepts).
     calibration_ : the Calibration of each release (public: r, m, eps at lam).
+    beta_ : float, the prior precision the fit used (``beta``, or the rule's value).
 
     Raises ValueError for bad arguments (fewer than two classes, an option that does not
     apply, ...) and TypeError for arguments of the wrong type, all before the data are
@@ -155,6 +163,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         classes=None,
         radius: float | None = None,
         max_steps: int | None = None,
+        margin_scale: float | None = None,
     ) -> None:
         self.lam = lam
         self.eps = eps
@@ -178,6 +187,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.note = note
         self.classes = classes
         self.max_steps = max_steps
+        self.margin_scale = margin_scale
 
     def __sklearn_clone__(self):
         """clone(), with a :class:`privbayes.Ledger` instance shared rather than copied: it
@@ -222,6 +232,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             self.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
         return xa, ya
 
+    @public_entry  # KnobCappedWarning once per fit, at the caller's line (privbayes.capping)
     def fit(self, X, y):
         """Release ``n_samples`` private posterior draws and average them. Returns self.
 
@@ -267,6 +278,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             "fit_intercept": self.fit_intercept,
             "intercept_scaling": self.intercept_scaling,
             "max_steps": self.max_steps,
+            "margin_scale": self.margin_scale,  # beta="auto" only (the model refuses it else)
         }
         if self.radius is not None:
             if self.method != "ops":
@@ -339,6 +351,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             self.coef_ = np.ascontiguousarray(w[:d].T)
             self.intercept_ = w[d].copy() if self.fit_intercept else np.zeros(n_classes)
         self.calibration_ = release.calibration
+        self.beta_ = float(release.calibration.model.beta)  # beta="auto": resolved from n, d
         self.privacy_ = {
             "method": self.method,
             "lam": float(release.lam),

@@ -20,6 +20,7 @@ import numpy as np
 from .accounting.default import default_accountant
 from .accounting.relations import REPLACE_ONE
 from .calibration import Calibration, check_target, coarse_calibration, guarded, knob_of
+from .capping import public_entry
 from .certified import round_up
 from .data import statistics
 from .errors import ReleaseInterrupted, SharedRandomnessWarning
@@ -410,6 +411,8 @@ def _release(
 ):
     generator = resolve_rng(rng)  # a bad rng is refused before anything is charged
     d = int(np.shape(stats[0])[1]) if hasattr(model, "_resolve") else None
+    if d is not None:  # GLMs: beta="auto" from the public n and d, as calibrate() resolves it
+        model = model.resolve_beta(n, d)
 
     def calibrate_at(lam_: float, eps_: float) -> tuple:
         """(model, per-draw Calibration, composed eps at lam_, tv) for (lam_, eps_)-RDP of
@@ -502,6 +505,7 @@ def _release(
     )
 
 
+@public_entry  # KnobCappedWarning, once per call (privbayes.capping)
 def sample(
     model,
     data,
@@ -600,6 +604,11 @@ def sample(
     KeyboardInterrupt) when the call is interrupted (Ctrl-C) while it samples: nothing is
     released, and the charge made before sampling stays (the sampler had read the data).
 
+    Warns :class:`privbayes.KnobCappedWarning` when the calibration caps the knob and the
+    certified eps is below half the request (privbayes.capping), saying what to change.
+    A GLM with beta="auto" is resolved from the public n and d = X's columns (plus the
+    intercept's): ``rel.calibration.model.beta`` is the number used.
+
     Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1).
     Source: paper Algorithms 1-3; calibration docs/boundary.md.
     """
@@ -652,6 +661,7 @@ def sample(
             ledger.close()
 
 
+@public_entry  # KnobCappedWarning, once per call (privbayes.capping)
 def release_query(
     values,
     lam=None,

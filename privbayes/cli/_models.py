@@ -21,6 +21,25 @@ from ._io import _ZERO_ONE, UsageError, binary, codes, floats, labels, open_sour
 CONJUGATE_METHODS = ("direct", "diffused", "concentrated")
 GLM_METHODS = (*CONJUGATE_METHODS, "ops")
 
+
+def beta_value(text: str):
+    """--beta: a number, or "auto" (logistic and multinomial: the public rule)."""
+    return "auto" if text.strip().lower() == "auto" else float(text)
+
+
+beta_value.__name__ = "number or 'auto'"  # argparse's "invalid ... value" message
+
+
+def _number_beta(beta, name: str):
+    """A conjugate prior's --beta: a number (auto is the GLMs' rule only)."""
+    if beta == "auto":
+        raise UsageError(
+            f"--beta auto applies to --model logistic and multinomial only (the public rule "
+            f"for their prior precision); {name} takes a number"
+        )
+    return beta
+
+
 # dest -> (option strings, argparse keywords). No defaults: None means "not given".
 FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
     "column": (("--column",), {"metavar": "COL", "help": "the data column"}),
@@ -58,11 +77,22 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
     "beta": (
         ("--beta",),
         {
-            "type": float,
+            "type": beta_value,
             "metavar": "B",
             "help": "prior: beta-bernoulli and query, its beta (default 1); gamma-poisson, "
             "the Gamma prior's rate (default 1); logistic and multinomial, the precision per "
-            "record, every weight ~ N(0, (n B)^-1) (default 0.01)",
+            "record, every weight ~ N(0, (n B)^-1) (default 0.01), or auto: the public rule "
+            "B = c^2 d / (n M^2) from n, d (intercept counted), c and --margin-scale M "
+            "(docs/glm.md; calibrate needs --d)",
+        },
+    ),
+    "margin_scale": (
+        ("--margin-scale",),
+        {
+            "type": float,
+            "metavar": "M",
+            "help": "logistic and multinomial with --beta auto only: the rule's public scale "
+            "of the margins |w.x| (default 10)",
         },
     ),
     "max_count": (
@@ -256,6 +286,7 @@ def beta_prior(alpha: list[float] | None, beta: float | None, name: str) -> tupl
         raise UsageError(f"--alpha: {name} takes ALPHA [BETA]; got {len(alpha)} values")
     if len(alpha) == 2 and beta is not None:
         raise UsageError("--beta: the prior's beta is given twice (--alpha A B and --beta)")
+    beta = _number_beta(beta, name)
     return alpha[0], alpha[1] if len(alpha) == 2 else (1.0 if beta is None else beta)
 
 
@@ -488,7 +519,7 @@ class GammaPoissonAdapter(_OneColumn):
                 f"--model {self.name} needs --max-count M, a public bound on every count "
                 "(chosen before seeing the data)"
             )
-        beta = 1.0 if args.beta is None else args.beta
+        beta = 1.0 if args.beta is None else _number_beta(args.beta, self.name)
         return GammaPoisson(alpha[0], beta, args.max_count, clip=bool(getattr(args, "clip", None)))
 
     def read(self, args, table, model):
@@ -625,6 +656,8 @@ def _glm_options(args, command: str) -> dict:
         options["radius"] = args.radius
     if getattr(args, "max_steps", None) is not None:  # the model refuses other back-ends
         options["max_steps"] = args.max_steps
+    if getattr(args, "margin_scale", None) is not None:  # the model refuses a number --beta
+        options["margin_scale"] = args.margin_scale
     if command == "sample":
         if args.intercept_scaling is not None and not args.intercept:
             raise UsageError("--intercept-scaling needs --intercept")
@@ -634,10 +667,10 @@ def _glm_options(args, command: str) -> dict:
 
 
 # the flags both GLM adapters take (each adds its label flags)
-_GLM_PUBLIC = frozenset({"beta", "c", "d", "backend", "radius", "max_steps"})
+_GLM_PUBLIC = frozenset({"beta", "c", "d", "backend", "radius", "max_steps", "margin_scale"})
 _GLM_SAMPLE = frozenset(
     {"label", "features", "beta", "c", "scale", "clip", "intercept", "intercept_scaling"}
-    | {"backend", "radius", "max_steps"}
+    | {"backend", "radius", "max_steps", "margin_scale"}
 )
 
 

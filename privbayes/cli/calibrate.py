@@ -41,6 +41,7 @@ def run(args) -> dict:
         "iterations": cal.iterations,
         "guarantee": cal.guarantee,
         **({"backend": cal.model.backend} if hasattr(cal.model, "backend") else {}),
+        **({"beta": cal.model.beta} if hasattr(cal.model, "_resolve") else {}),  # GLM prior
         **({"sampler": cal.sampler} if cal.sampler is not None else {}),
         **({"note": AUTO_NOTE} if getattr(cal.model, "backend", None) == "auto" else {}),
     }

@@ -49,6 +49,8 @@ def result(rel) -> dict:
         "tv": rel.tv,
         "delta": rel.delta,
         "dp_eps": rel.dp_eps,
+        # GLMs: the prior precision used (with --beta auto, the rule's value for n and d)
+        **({"beta": model.beta} if hasattr(model := rel.calibration.model, "_resolve") else {}),
     }
 
 

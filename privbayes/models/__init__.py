@@ -7,7 +7,7 @@ from .base import Model
 from .beta_bernoulli import BetaBernoulli, MeanQuery
 from .dirichlet_categorical import DirichletCategorical
 from .gamma_poisson import GammaPoisson
-from .logistic import BayesianLogisticRegression
+from .logistic import BayesianLogisticRegression, auto_beta
 from .multinomial import MultinomialLogisticRegression
 from .normal import NormalKnownVariance
 
@@ -20,4 +20,5 @@ __all__ = [
     "Model",
     "MultinomialLogisticRegression",
     "NormalKnownVariance",
+    "auto_beta",
 ]

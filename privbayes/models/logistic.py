@@ -96,6 +96,46 @@ def _scale(value, name: str) -> float:
     return v
 
 
+MARGIN_SCALE = 10.0  # beta="auto"'s default public scale M of the margins |w.x| (docs/glm.md)
+AUTO = "auto"
+
+
+def auto_beta(n: int, d: int, c: float, margin_scale: float = MARGIN_SCALE) -> float:
+    """The public rule for the prior precision: beta = c^2 d / (n M^2).
+
+    ``n``: the public number of records (int >= 1); ``d``: the number of weights per class,
+    the intercept's column counted (int >= 1; binary: the length of w, softmax: the rows
+    of W); ``c``: the row-norm bound (with an intercept, of the row [x, s]);
+    ``margin_scale`` M > 0: the stated public scale of the margins |w.x| (softmax: of each
+    class's score x.W_k), default :data:`MARGIN_SCALE` = 10. Public inputs only, never the
+    data. Evaluated in float64 as ``c * c * d / (n * M * M)``.
+
+    The prior N(0, (n beta)^-1 I) then has n beta = c^2 d / M^2, whatever n: E||w||^2 =
+    (M / c)^2, i.e. margins of order M for rows of norm c. It minimises a bound on the
+    excess risk of a diffused release (bias + spread over every spectrum the data's Hessian
+    could have), and it does not depend on eps: the target enters through the knob r
+    (docs/glm.md, "Choosing beta"; the rule of the peers study, experiments/README.md).
+
+    Raises TypeError / ValueError for a bad argument, and ValueError when beta falls outside
+    [1e-100, 1e100] (the range every model accepts).
+    """
+    from ..validation import check_n
+
+    if check_n(n) < 1:
+        raise ValueError("n must be >= 1 for beta='auto' (the prior N(0, (n beta)^-1 I))")
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d must be an integer >= 1 (the number of weights); got {d!r}")
+    c = check_positive(c, "c")
+    m = check_positive(margin_scale, "margin_scale")
+    beta = c * c * int(d) / (n * m * m)
+    if not 1e-100 <= beta <= 1e100:
+        raise ValueError(
+            f"beta='auto' gives beta = c^2 d / (n M^2) = {beta!r} for n={n}, d={d}, c={c!r}, "
+            f"M={m!r}, outside [1e-100, 1e100]; choose a less extreme margin_scale or pass beta"
+        )
+    return beta
+
+
 def _intercept(fit_intercept, intercept_scaling, c: float) -> tuple[bool, float | None]:
     """(fit_intercept, s): s in (0, c) with an intercept, None without one."""
     if not isinstance(fit_intercept, bool | np.bool_):
@@ -144,10 +184,20 @@ class BayesianLogisticRegression(Frozen):
 
     Parameters
     ----------
-    beta : float > 0, prior precision per record: w ~ N(0, (n * beta)^-1 I). Public.
+    beta : float > 0, prior precision per record: w ~ N(0, (n * beta)^-1 I). Public. Or
+        "auto": the public rule beta = c^2 d / (n M^2) (:func:`auto_beta`; d counts the
+        intercept's column, M is ``margin_scale``), resolved per release from the public n
+        and d — by :func:`privbayes.sample` from X's shape, by :func:`privbayes.calibrate`
+        from its ``d`` (required there), or by :meth:`resolve_beta`; the release's
+        ``calibration.model`` carries the number. The prior it gives, N(0, M^2 / (c^2 d) I),
+        is the same for every n (docs/glm.md, "Choosing beta").
+    margin_scale : float > 0 or None, with beta="auto" only (ValueError otherwise): M, the
+        stated public scale of the margins |w.x| (default 10: log-odds of 10, more
+        confident than most tasks need). Never read it off the data.
     c : float > 0, the public bound on feature norms, ||x||_2 <= c.
     radius : float > 0 or None, OPS truncation radius R (default c / beta, a ball that
-        contains the MAP estimate of every data set: docs/glm.md).
+        contains the MAP estimate of every data set: docs/glm.md; with beta="auto", c over
+        the resolved beta).
     backend : "auto" (default): "exact" or "langevin", chosen per release from public
         inputs only (docs/glm.md, "Three guarantees"); "exact": a rejection sampler whose
         every release is an exact posterior draw, with a public, fixed number of proposals
@@ -210,6 +260,7 @@ class BayesianLogisticRegression(Frozen):
     """
 
     methods = GLM_METHODS
+    auto_margin_scale = None  # resolve_beta: the M of beta="auto" that chose this beta
     family = BINARY_LOGISTIC  # the GLM family: loss, gradient, Hessian and constants
     max_size = 100_000  # releases per sample(..., size=k) call: one chain each
 
@@ -232,10 +283,28 @@ class BayesianLogisticRegression(Frozen):
         max_proposals: int | None = None,
         step_scale: float | None = None,
         max_steps: int | None = None,
+        margin_scale: float | None = None,
     ) -> None:
-        self.beta = _scale(beta, "beta")
+        if isinstance(beta, str):
+            if beta != AUTO:
+                raise ValueError(f"beta must be a number > 0 or 'auto'; got {beta!r}")
+            self.beta = AUTO  # resolved per release from the public n and d (resolve_beta)
+            self.margin_scale = (
+                MARGIN_SCALE if margin_scale is None else _scale(margin_scale, "margin_scale")
+            )
+        else:
+            if margin_scale is not None:
+                raise ValueError(
+                    "margin_scale applies to beta='auto' only (the rule's public scale M); "
+                    f"got margin_scale={margin_scale!r} with beta={beta!r}"
+                )
+            self.beta = _scale(beta, "beta")
+            self.margin_scale = None
         self.c = _scale(c, "c")
-        self.radius = self._default_radius() if radius is None else _scale(radius, "radius")
+        if radius is not None:
+            self.radius = _scale(radius, "radius")
+        else:  # c / beta: known once beta is (beta="auto": at resolve_beta)
+            self.radius = None if self.beta == AUTO else self._default_radius()
         self._radius_arg = radius  # None: the default c / beta (with_backend keeps it so)
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
@@ -327,8 +396,40 @@ class BayesianLogisticRegression(Frozen):
         extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
             f"BayesianLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
-            f"radius={self.radius!r}, backend={self.backend!r}{extra})"
+            f"radius={self.radius!r}, backend={self.backend!r}{extra}{self._auto_repr()})"
         )
+
+    def _auto_repr(self) -> str:
+        return f", margin_scale={self.margin_scale!r}" if self.beta == AUTO else ""
+
+    # -- beta="auto" ------------------------------------------------------------------
+    @property
+    def beta_is_auto(self) -> bool:
+        """True for beta="auto" before :meth:`resolve_beta` has fixed it from n and d."""
+        return self.beta == AUTO
+
+    def resolve_beta(self, n: int, d: int):
+        """The model with beta="auto" resolved for n public records of d weights (the
+        intercept's column counted): beta = :func:`auto_beta` (n, d, c, margin_scale),
+        every other setting kept (the default OPS radius then c / beta). Itself when beta
+        is a number. :func:`privbayes.sample` and :func:`privbayes.calibrate` call it with
+        the same public n and d, so both certify the same prior. Raises ValueError as
+        :func:`auto_beta` does."""
+        if self.beta != AUTO:
+            return self
+        resolved = self._rebuild(self.backend, auto_beta(n, d, self.c, self.margin_scale))
+        # the rule's M, kept for messages (KnobCappedWarning) and the command line's output
+        object.__setattr__(resolved, "auto_margin_scale", self.margin_scale)
+        return resolved
+
+    def _require_beta(self) -> None:
+        """Certificates and draws need a number: beta="auto" must be resolved first."""
+        if self.beta == AUTO:
+            raise ValueError(
+                "beta='auto' is resolved from the public n and d (beta = c^2 d / (n M^2), "
+                "docs/glm.md): use model.resolve_beta(n, d), or pass d to privbayes."
+                "calibrate (privbayes.sample resolves it from X)"
+            )
 
     # -- back-ends ------------------------------------------------------------------
     @property
@@ -340,16 +441,29 @@ class BayesianLogisticRegression(Frozen):
     def with_backend(self, backend: str) -> BayesianLogisticRegression:
         """The same prior, bounds and options with another back-end (options that do not
         apply to it are dropped)."""
+        return self._rebuild(backend, self.beta)
+
+    def _init_extra(self) -> dict:
+        """Constructor arguments of a subclass beyond the binary model's (multinomial: K)."""
+        return {}
+
+    def _rebuild(self, backend: str, beta):
+        """The same bounds and options with ``backend`` and ``beta`` (a number or "auto")."""
         keep = {k: v for k, v in self._options.items() if backend in _OPTION_BACKENDS[k]}
-        return type(self)(
-            self.beta,
-            self.c,
-            self._radius_arg,
+        model = type(self)(
+            beta=beta,
+            c=self.c,
+            radius=self._radius_arg,
             backend=backend,
             fit_intercept=self.fit_intercept,
             intercept_scaling=self.intercept_scaling,
+            margin_scale=self.margin_scale if beta == AUTO else None,
+            **self._init_extra(),
             **keep,
         )
+        if self.auto_margin_scale is not None and beta == self.beta:  # the same resolved prior
+            object.__setattr__(model, "auto_margin_scale", self.auto_margin_scale)
+        return model
 
     def _check_radius(self, method: str) -> None:
         """An explicit radius is OPS's truncation radius: refused with another method."""
@@ -386,6 +500,7 @@ class BayesianLogisticRegression(Frozen):
         OPS needs the exact back-end. Never the data's values or acceptance rate.
         Raises InfeasiblePrivacyError when neither certified back-end can run.
         """
+        self._require_beta()
         if self.backend != "auto":
             return self
         from ..sampling import exact
@@ -440,6 +555,7 @@ class BayesianLogisticRegression(Frozen):
         """Checks a release can run, from public inputs, before any ledger charge; returns
         the total-variation allowance of its law (the exact back-end's failure
         probability delta_f per call, docs/exact.md §4; 0 for the others)."""
+        self._require_beta()
         if self.backend == "auto":
             raise ValueError("resolve backend='auto' first (model._resolve)")
         if self.backend != "exact" or n == 0:
@@ -532,6 +648,7 @@ class BayesianLogisticRegression(Frozen):
         with the public ``sampler`` parameters (``Calibration.sampler``; None recomputes
         them), docs/langevin.md.
         """
+        self._require_beta()
         n = check_n(n)
         r = check_unit_knob(r, "r")
         m = check_unit_knob(m, "m")
@@ -569,6 +686,7 @@ class BayesianLogisticRegression(Frozen):
         and the loop checks the final curve), and ``sampler`` carries e so that the
         Calibration's curve includes it. Other back-ends: ``_calibrate``. Public inputs only.
         """
+        self._require_beta()
         cal = self._calibrate(n, lam, eps, method)
         if self.backend != "exact" or n == 0:
             return cal
@@ -644,6 +762,7 @@ class BayesianLogisticRegression(Frozen):
         return round_up(2 * Fraction(t) * self._c_cert() * r_eff)
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
+        self._require_beta()
         method = mechanisms.check_method(method, GLM_METHODS)
         self._check_radius(method)
         if self.backend == "langevin":  # its own certificate: the K-step algorithm's law
@@ -770,6 +889,7 @@ class BayesianLogisticRegression(Frozen):
     ):
         """(value (d,) or (size, d), None, diagnostics): one release per draw, from the
         concrete back-end (``_resolve`` chose it when backend="auto")."""
+        self._require_beta()
         if self.backend == "auto":
             raise ValueError("resolve backend='auto' first (model._resolve)")
         if self.backend == "imh":

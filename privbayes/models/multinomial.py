@@ -41,6 +41,10 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
     Parameters
     ----------
     beta : float > 0, prior precision per record: every entry of W ~ N(0, (n beta)^-1).
+        Or "auto": beta = c^2 d / (n M^2) with d the rows of W (features, the intercept's
+        column counted) and M = ``margin_scale`` (default 10) the public scale of each
+        class's score x.W_k, resolved per release from the public n and d as for
+        :class:`privbayes.BayesianLogisticRegression` (docs/glm.md, "Choosing beta").
     c : float > 0, the public bound on feature norms, ||x||_2 <= c (with an intercept, on
         the row [x, s]).
     n_classes : int K >= 2, public: labels are 0, ..., K-1.
@@ -53,7 +57,7 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         "langevin" (certified noisy gradient descent, docs/multinomial.md §4), "imh" or
         "pymc" (approximate MCMC releases).
     fit_intercept, intercept_scaling, tune, draws, chains, target_accept, reruns,
-    proposal_scale, step_scale, max_steps, delta_f, max_proposals : as in
+    proposal_scale, step_scale, max_steps, delta_f, max_proposals, margin_scale : as in
         :class:`privbayes.BayesianLogisticRegression`.
 
     Data for :func:`privbayes.sample`: a tuple ``(X, y)``, X of shape (n, d) with rows of
@@ -109,24 +113,12 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
             f"MultinomialLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
-            f"n_classes={self.n_classes}, radius={self.radius!r}, backend={self.backend!r}{extra})"
+            f"n_classes={self.n_classes}, radius={self.radius!r}, backend={self.backend!r}{extra}"
+            f"{self._auto_repr()})"
         )
 
-    def with_backend(self, backend: str) -> MultinomialLogisticRegression:
-        """The same prior, bounds and options with another back-end."""
-        from .logistic import _OPTION_BACKENDS
-
-        keep = {k: v for k, v in self._options.items() if backend in _OPTION_BACKENDS[k]}
-        return type(self)(
-            self.beta,
-            self.c,
-            self.n_classes,
-            self._radius_arg,
-            backend=backend,
-            fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
-            **keep,
-        )
+    def _init_extra(self) -> dict:
+        return {"n_classes": self.n_classes}
 
     # -- data ---------------------------------------------------------------------------
     def _labels(self, y: np.ndarray) -> np.ndarray:

@@ -55,3 +55,28 @@ def test_logistic_without_d_leaves_the_backend_to_d(run):
     res = json.loads(out)
     assert code == 0 and res["backend"] == "langevin" and "note" not in res
     assert res["guarantee"] == "algorithm"
+
+
+def test_beta_auto_needs_d_and_reports_the_rule(run, logistic_csv):
+    """Issue 21 §5: --beta auto is the public rule c^2 d / (n M^2), from --n and --d."""
+    import privbayes as pb
+
+    base = ("calibrate", "--model", "logistic", "--n", "500", "--lam", "2", "--eps", "1")
+    code, _, err = run(*base, "--beta", "auto")
+    assert code != 0 and "pass d" in err
+    code, out, _ = run(*base, "--beta", "auto", "--d", "7", "--margin-scale", "4")
+    res = json.loads(out)
+    assert code == 0 and res["beta"] == pb.auto_beta(500, 7, 1.0, 4.0)
+    code, _, err = run(*base, "--beta", "0.1", "--margin-scale", "4")
+    assert code != 0 and "margin_scale applies to beta='auto' only" in err
+    code, _, err = run(
+        "calibrate", "--model", "beta-bernoulli", "--n", "9", "--lam", "2", "--eps", "1",
+        "--beta", "auto",
+    )  # fmt: skip
+    assert code != 0 and "logistic and multinomial only" in err
+    # sample: the rule from the file's n and d (2 features, no intercept here)
+    code, out, _ = run(
+        "sample", "--model", "logistic", "--data", logistic_csv, "--label", "label",
+        "--lam", "2", "--eps", "1", "--beta", "auto", "--seed", "1", "--clip",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["beta"] == pb.auto_beta(80, 2, 1.0)

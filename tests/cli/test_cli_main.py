@@ -39,6 +39,7 @@ VALUE = {
     "d": ["1"],
     "radius": ["2"],
     "max_steps": ["50"],
+    "margin_scale": ["10"],
 }
 BASE = {
     "sample": ["--data", "no-such-file.csv", "--lam", "2", "--eps", "1"],

@@ -63,8 +63,9 @@ def test_sample_matches_the_python_api(table, run, tmp_path, method, lam, eps):
     assert set(res) == {
         *("value", "method", "r", "m", "t", "lam", "eps", "n", "guarantee", "tv", "delta"),
         "dp_eps",
-        *("features", "intercept", "classes"),
+        *("features", "intercept", "classes", "beta"),
     }
+    assert res["beta"] == 0.05  # the prior precision used (--beta auto: the rule's value)
     model = pb.MultinomialLogisticRegression(0.05, 1.0, 3)
     rel = pb.sample(model, (X, y), lam, eps, method, rng=7)
     assert np.shape(res["value"]) == (3, 3) == rel.value.shape  # (d, K)

@@ -1,0 +1,178 @@
+"""The knob-cap warning: a calibration that cannot spend the eps it was asked for.
+
+Every knob of privbayes is capped: diffusion's likelihood weight r, concentration's prior
+divisor m and OPS's tempering t all live in (0, 1], and some conjugate curves have a pole
+below 1 (the largest knob a given order certifies). When the target is large enough, the
+calibration stops at the cap and certifies less than was asked: correct, but the release
+then spends only part of the budget, and asking for more eps buys nothing. A new user on
+Adult with beta = 1e-3 asked for eps = 1 at lam = 2 and got a certified 0.13 (r = 1).
+
+:func:`warn_if_capped` issues :class:`privbayes.KnobCappedWarning` when the knob is capped
+and the certified eps is below :data:`FAR_BELOW` (one half) of the target, with the
+certified value, the request and what to change. It reads only the Calibration (public
+inputs). It is issued at the public entry points only — :func:`privbayes.calibrate`,
+:func:`privbayes.sample`, :func:`privbayes.release_query` and
+``PrivateLogisticRegression.fit`` are wrapped by :func:`public_entry` — once per call,
+with the warning pointing at the user's line. Calls nested inside a public entry (an
+(eps, delta) search that calibrates many times, the estimator's call of sample) and code
+inside :func:`quiet` stay silent, so an internal search never warns; a new public entry
+point wraps itself with :func:`public_entry`, or calls :func:`warn_if_capped` on its
+final Calibration. Method "direct" has no knob and never warns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import warnings
+
+from .errors import KnobCappedWarning
+
+__all__ = ["FAR_BELOW", "capped", "public_entry", "quiet", "warn_if_capped"]
+
+FAR_BELOW = 0.5  # "far below": certified eps < FAR_BELOW * requested eps
+KNOBS = {"diffused": "r", "concentrated": "m", "ops": "t"}
+_QUIET = contextvars.ContextVar("privbayes_knob_cap_quiet", default=False)
+
+
+def _knob(cal) -> tuple[str, float] | None:
+    name = KNOBS.get(getattr(cal, "method", None))
+    if name is None:
+        return None
+    return name, float(cal.m if name == "m" else cal.r)  # OPS's t is stored in r
+
+
+def capped(cal) -> bool:
+    """True when ``cal`` (a :class:`privbayes.Calibration`) stopped at its knob's cap with
+    a certified eps below FAR_BELOW times the target: a knob method, n > 0, and
+    ``cal.eps < FAR_BELOW * cal.target_eps``. (A knob that is not capped meets the
+    target to within its search's resolution, so the ratio identifies the cap.)"""
+    if _knob(cal) is None or not getattr(cal, "n", 0):
+        return False
+    target, eps = float(getattr(cal, "target_eps", 0.0)), float(cal.eps)
+    # eps = 0 with data: a certificate that underflows (extreme priors), not a cap
+    return target > 0 and 0 < eps < FAR_BELOW * target
+
+
+def _message(cal, size: int | None) -> str:
+    name, value = _knob(cal)
+    model = cal.model
+    glm = hasattr(model, "_resolve")
+    ratio = float(cal.eps) / float(cal.target_eps)
+    per = f" per draw ({size} draws)" if size and size > 1 else ""
+    head = (
+        f"calibration capped the knob at {name}={value:.6g}: the certified eps is "
+        f"{cal.eps:.4g} at lam={cal.lam:g}{per}, {ratio:.2g} of the requested "
+        f"{cal.target_eps:g}, so the release spends less than asked and more eps buys "
+        "nothing."
+    )
+    spend = f"or ask for eps={cal.eps:.4g} (what this release certifies)"
+    if value < 1.0:
+        return head + (
+            f" {name}={value:.6g} is the largest knob lam={cal.lam:g} certifies (the "
+            f"divergence is infinite beyond it); to reach eps={cal.target_eps:g}: a smaller "
+            f"lam (the cap grows as lam falls), a stronger prior, {spend}"
+        )
+    what = {
+        "r": "The release is the untempered posterior (likelihood weight r = 1)",
+        "m": "The release is the posterior under the prior itself (m = 1)",
+        "t": "OPS already uses the whole likelihood (t = 1)",
+    }[name]
+    if glm and name == "t":
+        fix = (
+            f"a larger radius R (OPS's eps0 = 2 t c R; R={model.radius:.4g} here, its default "
+            f"c / beta grows as beta falls), another method, {spend}"
+        )
+    elif glm:
+        beta = float(model.beta)
+        rule = getattr(model, "auto_margin_scale", None)
+        smaller = (
+            f"beta={beta * ratio:.3g} instead of {beta:.3g} would about meet eps={cal.target_eps:g}"
+        )
+        if rule is None:
+            smaller += "; beta='auto' is the documented public rule, docs/glm.md"
+        else:  # beta = c^2 d / (n M^2): a larger M gives a smaller beta
+            smaller = (
+                f"beta='auto' chose {beta:.3g} from margin_scale={rule:g}; margin_scale="
+                f"{rule / ratio**0.5:.3g} (beta={beta * ratio:.3g}) would about meet "
+                f"eps={cal.target_eps:g}"
+            )
+        fix = (
+            f"a smaller beta (the certified eps at {name} = 1 is inversely proportional to "
+            f"beta: {smaller}), method='direct' (the same posterior, without calibration), "
+            f"{spend}"
+        )
+    else:
+        fix = (
+            "a weaker prior (smaller prior parameters make the posterior more sensitive to "
+            f"a record, so {name} = 1 certifies more), method='direct' (the same posterior, "
+            f"where it is RDP at this lam), {spend}"
+        )
+    return head + f" {what}; to use the budget: {fix}"
+
+
+def warn_if_capped(cal, *, stacklevel: int = 2, size: int | None = None) -> bool:
+    """Issue :class:`privbayes.KnobCappedWarning` if :func:`capped` (cal); return whether it
+    did. ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of this
+    function (2: the caller's caller). ``size``: the release's number of draws, for the
+    message (``cal`` is per draw). Silent inside :func:`quiet` and nested public entries."""
+    if _QUIET.get() or not capped(cal):
+        return False
+    name, value = _knob(cal)
+    warning = KnobCappedWarning(
+        _message(cal, size),
+        certified_eps=float(cal.eps),
+        target_eps=float(cal.target_eps),
+        method=cal.method,
+        knob=name,
+        value=value,
+    )
+    warnings.warn(warning, stacklevel=stacklevel + 1)
+    return True
+
+
+@contextlib.contextmanager
+def quiet():
+    """Within this block :func:`warn_if_capped` is silent (for internal searches that
+    calibrate many times; the public entry warns once on its final Calibration)."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def _calibration_of(result):
+    from .calibration import Calibration
+
+    if isinstance(result, Calibration):
+        return result, None
+    for attr in ("calibration", "calibration_"):
+        cal = getattr(result, attr, None)
+        if isinstance(cal, Calibration):
+            return cal, getattr(result, "size", None) or getattr(result, "n_samples", None)
+    return None, None
+
+
+def public_entry(func):
+    """Decorator for a public entry point returning a Calibration, a release (its
+    ``calibration``) or a fitted estimator (its ``calibration_``): runs ``func`` with the
+    warning quiet, then warns once on the result, pointing at the caller's line. Nested
+    public entries (and calls inside :func:`quiet`) do not warn."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if _QUIET.get():
+            return func(*args, **kwargs)
+        token = _QUIET.set(True)
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            _QUIET.reset(token)
+        cal, size = _calibration_of(result)
+        if cal is not None:
+            warn_if_capped(cal, stacklevel=2, size=size)
+        return result
+
+    return wrapper
