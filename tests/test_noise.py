@@ -185,6 +185,21 @@ def test_certificate_bounds_the_exact_lattice_divergence(sigma2, delta, lam):
     assert Fraction(cert) >= Fraction(lam) * delta**2 / (2 * Fraction(sigma2))
 
 
+
+@pytest.mark.parametrize("sigma2", [0.01, 0.05, 0.4])
+@pytest.mark.parametrize("lam", [1.01, 1.5, 64.0, 1000.0])
+def test_certificate_holds_for_tiny_sigma2_and_extreme_orders(sigma2, lam):
+    """Audit: where the discrete Gaussian is furthest from the continuous one (sigma^2 < 1;
+    the certificate is loosest there, e.g. exact/certified = 0.76 at sigma^2 = 0.05,
+    lam = 1.5) and at orders near 1 and far out, the curve never falls below the lattice
+    sum, and meets it where (lam - 1) delta is an integer (Theorem 1)."""
+    for delta in (1, 2):
+        exact = _mp_renyi(sigma2, delta, lam)
+        cert = float(discrete_gaussian_rdp(lam, sigma2, delta**2))
+        assert mp.mpf(cert) >= exact
+        if ((lam - 1) * delta).is_integer():
+            assert cert == pytest.approx(float(exact), rel=1e-12)
+
 def test_certificate_of_vectors_adds_coordinates():
     """Dirichlet: a replaced record moves two counts by +-1 (Delta^2 = 2); Gamma-Poisson
     with M = 3: every shift up to 3 is below the Delta^2 = 9 curve."""
@@ -232,3 +247,48 @@ def test_accountant_composes_the_curve_exactly():
     expected = np.array([float(v) for v in discrete_gaussian_rdp(acc.orders, 2.0, 1)])
     assert np.all(acc.rdp >= 3 * expected * (1 - 1e-15))
     assert acc._parts is not None and len(acc._parts) == 1  # kept exact (refinable)
+
+
+def test_curve_takes_a_large_integer_delta_sq_exactly():
+    """Audit: Gamma-Poisson's Delta^2 = max_count^2 is an int that may exceed 2^53. With
+    M = 2^27 + 1, float(M^2) = M^2 - 1; the curve took Delta^2 through float and certified
+    lam (M^2 - 1) / 2 at sigma^2 = 1, lam = 2 -- below the exact divergence M^2 there
+    ((lam - 1) M is an integer: Theorem 1's equality case)."""
+    m2 = (2**27 + 1) ** 2
+    assert Fraction(float(m2)) < m2  # the float rounds it down
+    for lam in (2.0, 3.0, 5.0, 1.1):
+        v = float(discrete_gaussian_rdp(lam, 1.0, m2))
+        assert Fraction(v) >= Fraction(lam) * m2 / 2
+    # and through a release's calibration, at every order of the ledger's grid
+    from privbayes.posterior import calibrate_noise
+
+    cal = calibrate_noise(pb.GammaPoisson(1.0, 1.0, max_count=2**27 + 1), 10, 2.0, 1e17)
+    s2 = Fraction(cal.model.sigma2)
+    orders = np.array([1.0, 1.5, 2.0, 3.0, 5.0, 64.0])
+    for lam, v in zip(orders, cal.rdp(orders), strict=True):
+        assert Fraction(float(v)) >= Fraction(float(lam)) * m2 / (2 * s2)
+
+
+def test_rationals_are_never_rounded_to_less_noise():
+    """Audit: a Fraction or long-double sigma^2 was rounded to the nearest float, which may
+    lie above it (Fraction(1, 10) -> 0.1000000000000000055): the curve then certified less
+    noise than there is, and the sampler drew with a smaller sigma^2 than asked. Now the
+    sampler and the curve take them exactly, and the mechanism publishes a float sigma^2
+    <= the one it is given (its certificate never below the exact one)."""
+    from privbayes.noise import DiscreteGaussianMechanism
+
+    tenth = Fraction(1, 10)
+    assert Fraction(0.1) > tenth
+    v = float(discrete_gaussian_rdp(2.0, tenth, 1))
+    assert Fraction(v) >= 2 / (2 * tenth)  # = 10 exactly: Theorem 1's equality case
+    mech = DiscreteGaussianMechanism(tenth, 1, 1, "count", pb.BetaBernoulli())
+    assert Fraction(mech.sigma2) <= tenth
+    assert Fraction(float(mech.rdp(5, 2.0))) >= 2 / (2 * tenth)
+    big = np.longdouble(1) + np.longdouble(2) ** -60  # exact in 80-bit long double
+    if Fraction(*big.as_integer_ratio()) != Fraction(float(big)):  # long double is wider
+        exact = Fraction(*big.as_integer_ratio())
+        assert Fraction(float(discrete_gaussian_rdp(2.0, big, 1))) >= 1 / exact
+        # the sampler draws with sigma^2 = big exactly: its acceptance constants say so
+        from privbayes.noise.discrete_gaussian import _check_sigma2
+
+        assert _check_sigma2(big) == exact

@@ -611,6 +611,20 @@ def test_to_inference_data_writes_netcdf(tmp_path):
     assert path.stat().st_size > 0
 
 
+def test_to_inference_data_never_publishes_a_smaller_delta_sq():
+    """Audit: the attrs held float(Delta^2), which rounds Gamma-Poisson's M^2 = (2^27 + 1)^2
+    down to M^2 - 1: a certificate recomputed from the attrs fell below the release's.
+    Now the smallest float >= Delta^2 (the exact int stays in ``post.noise``)."""
+    pytest.importorskip("arviz")
+    from fractions import Fraction
+
+    big = 2**27 + 1
+    post = pb.posterior(pb.GammaPoisson(1, 1, big), np.array([1, 2]), LAM, 1e17, rng=1)
+    assert post.noise["sensitivity_sq"] == big**2
+    attrs = post.to_inference_data(draws=4, rng=2, chains=1).posterior.attrs
+    assert Fraction(attrs["privbayes_sensitivity_sq"]) >= big**2
+
+
 # -- planning ------------------------------------------------------------------------------------
 
 

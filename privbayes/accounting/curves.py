@@ -48,6 +48,28 @@ def _nonneg(value, name: str) -> float:
     return _number(value, name)
 
 
+def _exact_nonneg(value, name: str) -> Fraction:
+    """A finite number >= 0 as the exact rational it is: ints (of any size), Fractions and
+    floats (NumPy's long double too) are never rounded. Through a float, an int above 2^53
+    (e.g. Gamma-Poisson's Delta^2 = max_count^2) or a Fraction may round *down*, and a
+    certificate computed from it would fall below the exact one."""
+    if isinstance(value, str | bool | np.bool_):
+        raise TypeError(f"{name} must be a number; got {value!r}")
+    if isinstance(value, int | np.integer):
+        q = Fraction(int(value))
+    elif isinstance(value, Fraction):
+        q = value
+    elif isinstance(value, float | np.floating):
+        if not np.isfinite(value):  # NaN and inf
+            raise ValueError(f"{name} must be finite and lie in [0, inf); got {value!r}")
+        q = Fraction(*value.as_integer_ratio())
+    else:
+        q = Fraction(_number(value, name))
+    if not q >= 0:
+        raise ValueError(f"{name} must be finite and lie in [0, inf); got {value!r}")
+    return q
+
+
 def _probability(value, name: str) -> float:
     return _number(value, name, 1.0)
 
@@ -498,13 +520,13 @@ def discrete_gaussian_rdp(orders, sigma2: float, sensitivity_sq: float = 1.0) ->
     sigma2 = 0 is unbounded at every order; sensitivity 0 is 0 everywhere.
     """
     lam = _orders(orders)
-    s2 = _nonneg(sigma2, "sigma2")
-    d2 = _nonneg(sensitivity_sq, "sensitivity_sq")
+    s2 = _exact_nonneg(sigma2, "sigma2")
+    d2 = _exact_nonneg(sensitivity_sq, "sensitivity_sq")
     if d2 == 0:
         return np.zeros(lam.shape)
     if s2 == 0:
         return np.full(lam.shape, np.inf)
-    scale = Fraction(d2) / (2 * Fraction(s2))
+    scale = d2 / (2 * s2)
     flat = lam.ravel()
     out = np.empty(flat.shape)
     memo: dict[float, float] = {}

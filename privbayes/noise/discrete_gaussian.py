@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..certified import round_up
+from ..certified import round_down, round_up
 from ..errors import InfeasiblePrivacyError
 from ..models._frozen import Frozen
 
@@ -140,12 +140,11 @@ def _discrete_gaussian(p: int, q: int, bits: _Bits) -> int:
 def _check_sigma2(sigma2) -> Fraction:
     if isinstance(sigma2, bool | str) or not isinstance(sigma2, int | float | Fraction | np.number):
         raise TypeError(f"sigma2 must be a number > 0; got {sigma2!r}")
-    s2 = Fraction(sigma2) if not isinstance(sigma2, float | np.floating) else None
-    if s2 is None:
-        v = float(sigma2)
-        if not (math.isfinite(v) and v > 0):
+    if isinstance(sigma2, float | np.floating):  # exactly: a long double is not rounded
+        if not (np.isfinite(sigma2) and sigma2 > 0):
             raise ValueError(f"sigma2 must be finite and > 0; got {sigma2!r}")
-        s2 = Fraction(v)
+        return Fraction(*sigma2.as_integer_ratio())
+    s2 = Fraction(sigma2)
     if not s2 > 0:
         raise ValueError(f"sigma2 must be > 0; got {sigma2!r}")
     return s2
@@ -156,8 +155,8 @@ def sample_discrete_gaussian(sigma2, rng: np.random.Generator, size: int | None 
 
     Parameters
     ----------
-    sigma2 : float, int or Fraction > 0, the variance parameter sigma^2 (a float is the
-        exact dyadic rational it stores).
+    sigma2 : float, int or Fraction > 0, the variance parameter sigma^2 (a float, NumPy's
+        long double included, is the exact dyadic rational it stores: never rounded).
     rng : numpy Generator: its uniform integers are the only source of randomness.
     size : None for one draw (a Python int), or k >= 0 (a NumPy int64 array of shape (k,);
         OverflowError if a draw exceeds the int64 range, which needs sigma^2 > 1e36).
@@ -315,7 +314,8 @@ class DiscreteGaussianMechanism(Frozen):
 
     Parameters
     ----------
-    sigma2 : float > 0, the noise's variance parameter (public).
+    sigma2 : float > 0, the noise's variance parameter (public); a Fraction or long double
+        is stored as the largest float <= it (draw the noise with ``self.sigma2``).
     sensitivity_sq : int >= 0, Delta^2: the largest squared L2 norm of the change of the
         integer statistic between neighbouring data sets (public).
     dim : int >= 1, the statistic's number of coordinates (one noise draw each).
@@ -329,7 +329,9 @@ class DiscreteGaussianMechanism(Frozen):
     guarantee = "exact"
 
     def __init__(self, sigma2: float, sensitivity_sq, dim: int, statistic: str, model) -> None:
-        self.sigma2 = float(sigma2)
+        # the largest float <= sigma2 (sigma2 itself for a float): a Fraction rounded to
+        # nearest may land above it, and the curve would then certify less noise than there is
+        self.sigma2 = round_down(_check_sigma2(sigma2))
         self.sensitivity_sq = sensitivity_sq
         self.dim = int(dim)
         self.statistic = str(statistic)

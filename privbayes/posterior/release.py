@@ -17,6 +17,7 @@ import numpy as np
 
 from ..accounting.relations import REPLACE_ONE
 from ..calibration import Calibration
+from ..certified import round_up
 from ..errors import InfeasiblePrivacyError, ReleaseInterrupted
 from ..noise.discrete_gaussian import (
     DiscreteGaussianMechanism,
@@ -247,7 +248,8 @@ class PrivatePosterior:
             "privbayes_model": repr(self.model),
             "privbayes_method": NOISE_AWARE,
             "privbayes_sigma2": self.noise["sigma2"],
-            "privbayes_sensitivity_sq": float(self.noise["sensitivity_sq"]),
+            # the smallest float >= Delta^2 (an int above 2^53 may round down to nearest)
+            "privbayes_sensitivity_sq": round_up(self.noise["sensitivity_sq"]),
             "privbayes_lam": self.lam,
             "privbayes_eps": self.eps,
             "privbayes_n": self.n,

@@ -79,6 +79,26 @@ def test_json_is_the_python_release(name, table, run):
         assert got["confidence_interval_in_range"] == [100 * lo, 100 * hi]
 
 
+
+def test_query_reads_a_parquet_source(table, run, tmp_path):
+    """Audit: `posterior --model query` passed the --data path where the query's reader
+    expected the opened table, and refused every Parquet file, folder or glob."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "t.parquet"
+    pd.read_csv(table).to_parquet(path)
+    flags = ("--model", "query", "--column", "score", "--low", "0", "--high", "100", "--lam",
+             "2", "--eps", "1")  # fmt: skip
+    code, out, err = run("posterior", "--data", path, *flags, "--seed", "8")
+    assert code == 0, err
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pb.SharedRandomnessWarning)  # the same seed twice
+        code2, out2, err2 = run("posterior", "--data", table, *flags, "--seed", "8")
+    assert code2 == 0, err2
+    assert json.loads(out)["statistic"] == json.loads(out2)["statistic"]
+
 def test_draws_to_netcdf_and_csv(table, run, tmp_path):
     az = pytest.importorskip("arviz")
     nc, csv_path = tmp_path / "d.nc", tmp_path / "d.csv"
