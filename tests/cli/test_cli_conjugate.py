@@ -102,7 +102,7 @@ def test_sample_matches_the_python_api(table, run, tmp_path, model, method, lam,
     assert res["value"] == rel.value and np.isfinite(res["value"])  # same seed, same draw
     assert (res["r"], res["m"], res["eps"], res["n"]) == (rel.r, rel.m, rel.eps, 40)
     assert res["eps"] <= eps and res["guarantee"] == "exact" and res["t"] is None
-    assert "(1 charges)" in _charges(run, path, db)
+    assert "(1 charges;" in _charges(run, path, db)
     assert run(*argv[:-2])[1] == out  # seeded: the same draw again (no ledger)
     assert run(*argv[:-4], "--seed", "8")[1] != out
 
@@ -212,7 +212,7 @@ def test_bad_records_are_refused_and_nothing_is_charged(tmp_path, run, model, ce
     )  # fmt: skip
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"column {column!r}" in err and needle in err
-    assert _charges(run, path, db) == before and "(0 charges)" in before
+    assert _charges(run, path, db) == before and "(0 charges;" in before
 
 
 @pytest.mark.parametrize(
@@ -252,7 +252,7 @@ def test_bad_options_are_refused_and_nothing_is_charged(
         "--ledger", db,
     )  # fmt: skip
     assert code == 2 and out == "" and err.count("\n") == 1 and needle in err
-    assert "(0 charges)" in _charges(run, path, db)
+    assert "(0 charges;" in _charges(run, path, db)
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def test_sample_matches_the_python_api(table, run, tmp_path, method, lam, eps):
     assert res["eps"] <= eps and res["guarantee"] == "algorithm" == rel.guarantee
     assert res["classes"] == list(CLASSES) and res["features"] == ["f1", "f2", "f3"]
     assert res["intercept"] is False and res["t"] is None
-    assert "(1 charges)" in _charges(run, path, db)
+    assert "(1 charges;" in _charges(run, path, db)
     assert run(*argv[:-2])[1] == out  # seeded: the same draw again (no ledger)
     assert run(*argv[:-4], "--seed", "8")[1] != out
 
@@ -204,7 +204,7 @@ def test_undeclared_labels_are_refused_and_nothing_is_charged(tmp_path, run, cel
         "1", "--ledger", db,
     )  # fmt: skip
     assert code == 2 and out == "" and err.count("\n") == 1 and needle in err
-    assert "(0 charges)" in _charges(run, path, db)
+    assert "(0 charges;" in _charges(run, path, db)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,7 @@ def test_bad_options_are_refused_and_nothing_is_charged(table, tmp_path, run, ch
         "--ledger", db,
     )  # fmt: skip
     assert code == 2 and out == "" and err.count("\n") == 1 and needle in err, err
-    assert "(0 charges)" in _charges(run, path, db)
+    assert "(0 charges;" in _charges(run, path, db)
 
 
 @pytest.mark.parametrize("cell", ["nan", "inf", "x"])
