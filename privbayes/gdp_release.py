@@ -9,7 +9,7 @@
   model's RDP curve. The release is not an exact draw: its density is within e^(+-2 e)
   of pi's, e the plan's ``log_density_error``, and it fails with probability <= tv, so
   its bound is GdpBound(mu sqrt(k), 2 k e, tv) for k draws (docs/gdp.md §4, §6).
-* Any release whose certified curve is 0 (n = 0: the output ignores the data): 0-GDP.
+* Any release on n = 0 records (there are no neighbouring data sets): 0-GDP.
 * Nothing else: OPS (pure DP on a ball), Langevin (no GDP proof for our K-step chain),
   the approximate back-ends, the conjugate models and the noise-aware discrete Gaussian
   give None.
@@ -53,18 +53,10 @@ def _glm_bound(cal) -> tuple[Fraction, float] | None:
     return 2 * rho, round_up(2 * Fraction(e))
 
 
-def _zero(cal) -> bool:
-    """The certified curve is exactly 0 at order 2: the output laws are equal."""
-    try:
-        return float(cal.rdp(2.0)) == 0.0
-    except Exception:  # pragma: no cover - a curve that cannot be evaluated proves nothing
-        return False
-
-
 def calibration_gdp_bound(cal) -> GdpBound | None:
     """The proven GDP bound of one draw of the mechanism a Calibration certifies, None
     where none is proven. Public inputs only."""
-    if cal.n == 0 or _zero(cal):
+    if cal.n == 0:  # no records: one data set, no neighbours
         return GdpBound(0.0)
     got = _glm_bound(cal)
     if got is None:
@@ -78,7 +70,7 @@ def release_gdp_bound(cal, size: int | None, tv: float) -> GdpBound | None:
     mechanism with failure allowance ``tv``: mu sqrt(k), k times the per-draw density
     allowance, and tv (docs/gdp.md §4, Lemma 3); None where none is proven."""
     k = 1 if size is None else int(size)
-    if cal.n == 0 or _zero(cal):
+    if cal.n == 0:  # no records: one data set, no neighbours
         return GdpBound(0.0, 0.0, tv)
     got = _glm_bound(cal)
     if got is None:

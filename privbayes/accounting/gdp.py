@@ -117,15 +117,19 @@ def _delta_terms(mp, eps: float, mu: float, prec: int, drop_b: bool = False):
 def _delta_bound(eps: float, mu: float):
     """(upper, central) mpf values of delta_mu(eps) for 0 < mu < inf, 0 <= eps < inf."""
     mp = _mp()
-    with mp.workprec(128):  # where the arguments lie (errors far below the margins)
+    # where the arguments lie: enough bits that the margin below is far wider than the
+    # rounding of -eps/mu + mu/2 (which cancels when eps/mu ~ mu/2)
+    lg = max(0.0, math.log2(mu), math.log2(eps) - math.log2(mu) if eps > 0 else 0.0)
+    prec = 96 + int(lg)
+    with mp.workprec(prec + 32):
         q = mp.mpf(eps) / mp.mpf(mu)
         x1, x2 = -q + mp.mpf(mu) / 2, -q - mp.mpf(mu) / 2
-    if x1 < -45:  # delta <= Phi(x1) <= Phi(-45) < 1e-440
+        slack = 4 * mp.mpf(2) ** (-prec - 32) * (abs(q) + mp.mpf(mu)) + 1
+    if x1 + slack < -45:  # delta <= Phi(x1) <= Phi(-45) < 1e-440
         return mp.mpf(_SMALLEST), mp.mpf(0)
-    if x1 > 1e60:  # delta <= 1, and it is 1 to within 1e-300
+    if x1 - slack > 1e60:  # delta <= 1, and it is 1 to within 1e-300
         return mp.mpf(1), mp.mpf(1)
     drop_b = bool(x2 < -1e60)
-    prec = 96
     while True:
         a, b, diff, err = _delta_terms(mp, eps, mu, prec, drop_b)
         with mp.workprec(prec + 8):
@@ -213,6 +217,25 @@ def gdp_epsilon(delta, mu) -> float:
     hi_f = m * (m / 2 + math.sqrt(2 * log_inv)) * (1 + 1e-9) + 1e-300
     if not math.isfinite(hi_f):
         return math.inf
+    try:
+        root = _root(mp, d, m, hi_f)
+    except (OverflowError, ValueError):  # pragma: no cover - mpmath's range (mu ~ 1e154)
+        return math.inf
+    f = _mpf_to_float_up(mp, root)
+    if not math.isfinite(f):
+        return math.inf
+    # the check: the certified delta bound at f; step up until it holds
+    step = 0
+    while gdp_delta(f, m) > d:
+        step += 1
+        f = math.nextafter(f * (1 + 2.0 ** (-53 + min(step, 40))), math.inf)
+        if not math.isfinite(f):  # pragma: no cover
+            return math.inf
+    return f
+
+
+def _root(mp, d: float, m: float, hi_f: float):
+    """The root of delta_mu(eps) = d in [0, hi_f] (central values; a candidate only)."""
     with mp.workprec(128):
         target = mp.mpf(d)
         lo, hi = mp.mpf(0), mp.mpf(hi_f)
@@ -240,18 +263,7 @@ def gdp_epsilon(delta, mu) -> float:
             x = nxt
             if done:
                 break
-        root = max(x, lo)
-    f = _mpf_to_float_up(mp, root)
-    if not math.isfinite(f):
-        return math.inf
-    # the check: the certified delta bound at f; step up until it holds
-    step = 0
-    while gdp_delta(f, m) > d:
-        step += 1
-        f = math.nextafter(f * (1 + 2.0 ** (-53 + min(step, 40))), math.inf)
-        if not math.isfinite(f):  # pragma: no cover
-            return math.inf
-    return f
+        return max(x, lo)
 
 
 def sqrt_up(q: Fraction) -> float:
