@@ -120,11 +120,32 @@ class Calibration:
         at_lam = np.asarray(orders, dtype=float) == self.lam
         return np.where(at_lam, np.minimum(curve, self.eps), curve)
 
+    @property
+    def gdp_bound(self):
+        """The proven GDP bound of one draw (:class:`privbayes.accounting.GdpBound`: mu, a
+        density allowance, tv = 0), None where no GDP guarantee is proven: exact GLM draws
+        (with the exact back-end's rounding allowance when ``sampler`` carries it) and
+        curves that are 0; docs/gdp.md §6."""
+        from .gdp_release import calibration_gdp_bound
+
+        return calibration_gdp_bound(self)
+
+    @property
+    def gdp(self) -> float | None:
+        """mu when one draw of this mechanism is proven mu-GDP outright (no allowance),
+        else None (docs/gdp.md §6): e.g. ``pb.calibrate`` of an exact-back-end GLM without
+        d (the exact posterior's certificate); a release's plan adds an allowance, so its
+        calibration reports None here and its bound in :attr:`gdp_bound`."""
+        bound = self.gdp_bound
+        return bound.mu if bound is not None and bound.exact else None
+
     def epsilon(self, delta: float | None = None) -> float:
         """eps of (eps, delta)-DP certified for one draw of this mechanism: its whole RDP
         curve converted by an accountant (improved conversion, refined over the order,
-        rounded up; docs/accounting.md §5). ``delta``: default the target's ``delta``
-        (ValueError when there is none). At the target's delta it is <= ``dp_eps``."""
+        rounded up; docs/accounting.md §5), or the GDP conversion of :attr:`gdp_bound`
+        where it is proven and smaller (docs/gdp.md). ``delta``: default the target's
+        ``delta`` (ValueError when there is none). At the target's delta it is <=
+        ``dp_eps``."""
         from .dp_target import release_epsilon
 
         delta = _default_delta(delta, self.delta)

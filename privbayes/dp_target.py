@@ -318,7 +318,9 @@ def release_epsilon(release, delta: float, lam: float, stored: tuple | None = No
     """eps of (eps, delta)-DP of ``release`` (anything an RdpAccountant composes): its whole
     curve converted by the accountant on its wide grid plus ``lam``, tv included, refined
     over continuous orders; ``stored``: (delta, eps) certified at calibration, used when it
-    is smaller at that delta. Raises ValueError for a delta outside [0, 1]."""
+    is smaller at that delta; the release's proven GDP bound (``gdp_bound``), converted
+    exactly, when it is smaller (docs/gdp.md §5). Raises ValueError for a delta outside
+    [0, 1]."""
     import warnings
 
     from .accounting.accountant import WIDE_ORDERS, OrdersWarning, RdpAccountant
@@ -331,4 +333,7 @@ def release_epsilon(release, delta: float, lam: float, stored: tuple | None = No
         value = acc.get_epsilon(delta)
     if stored is not None and stored[0] == delta and stored[1] is not None:
         value = min(value, float(stored[1]))
+    bound = getattr(release, "gdp_bound", None)  # docs/gdp.md: also a valid upper bound
+    if bound is not None:
+        value = min(value, float(bound.epsilon(delta)))
     return value

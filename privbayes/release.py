@@ -113,7 +113,8 @@ class PrivateSample:
     def epsilon(self, delta: float | None = None) -> float:
         """eps of (eps, delta)-DP certified for this release (``size`` draws and the failure
         allowance ``tv`` included): its whole RDP curve converted by an accountant (improved
-        conversion refined over the order, rounded up; docs/accounting.md §5, §8). ``delta``
+        conversion refined over the order, rounded up; docs/accounting.md §5, §8), or the
+        GDP conversion of :attr:`gdp_bound` where proven and smaller (docs/gdp.md). ``delta``
         defaults to the target's (ValueError for an RDP target); at the target's delta the
         result is <= ``dp_eps``."""
         from .calibration import _default_delta
@@ -121,6 +122,23 @@ class PrivateSample:
 
         delta = _default_delta(delta, self.delta)
         return release_epsilon(self, delta, self.lam, (self.delta, self.dp_eps))
+
+    @property
+    def gdp_bound(self):
+        """The proven GDP bound of the whole release (``size`` draws, ``tv`` included):
+        :class:`privbayes.accounting.GdpBound` (mu, density allowance, tv), None where no
+        GDP guarantee is proven (docs/gdp.md §6). :meth:`epsilon` uses it when smaller."""
+        from .gdp_release import release_gdp_bound
+
+        return release_gdp_bound(self.calibration, self.size, self.tv)
+
+    @property
+    def gdp(self) -> float | None:
+        """mu when the release is proven mu-GDP outright, None otherwise — also for exact
+        GLM draws, whose rounding and failure allowances make them mu-GDP only up to
+        :attr:`gdp_bound`'s allowances (docs/gdp.md §6)."""
+        bound = self.gdp_bound
+        return bound.mu if bound is not None and bound.exact else None
 
     @property
     def _rdp_is_size_times_calibration(self) -> bool:

@@ -169,6 +169,18 @@ class PrivatePosterior:
     def dp_eps(self) -> float | None:
         return self.calibration.dp_eps
 
+    @property
+    def gdp_bound(self):
+        """The proven GDP bound (docs/gdp.md §6): 0-GDP when n = 0, otherwise None — the
+        discrete Gaussian is not exactly mu-GDP (its RDP curve, not a GDP bound, is what
+        is proven here)."""
+        return self.calibration.gdp_bound
+
+    @property
+    def gdp(self) -> float | None:
+        """mu where proven (n = 0: 0.0), None otherwise (see :attr:`gdp_bound`)."""
+        return self.calibration.gdp
+
     def epsilon(self, delta: float | None = None) -> float:
         """eps of (eps, delta)-DP certified for the release (its curve converted by an
         accountant, rounded up); ``delta`` defaults to the target's (ValueError for an RDP
