@@ -238,8 +238,10 @@ def _tempered_width(model, kind, n, lam, eps_draw, method, z, theta) -> float:
     """The width 2 z sd of the law one draw of ``method`` comes from at eps_draw (its
     calibrated knobs), at the public guess theta."""
     from ..calibration import calibrate
+    from ..capping import quiet
 
-    cal = calibrate(model, n, lam, eps_draw, method)
+    with quiet():  # an internal comparison, not the user's release: no KnobCappedWarning
+        cal = calibrate(model, n, lam, eps_draw, method)
     r, m = cal.r, cal.m
     if kind in ("beta-bernoulli", "dirichlet", "query"):
         if kind == "dirichlet":
