@@ -153,3 +153,20 @@ def resolve_rng(rng) -> np.random.Generator:
             raise ValueError(f"rng seed must be >= 0; got {rng}")
         return np.random.default_rng(rng)
     raise TypeError(f"rng must be None, an int seed or a numpy Generator; got {rng!r}")
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the caller of this function point
+    at the first frame outside the privbayes package (the user's line), however many
+    internal calls (decorators, estimators, the CLI's own modules excepted) lie between."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1  # the caller of user_stacklevel, i.e. the warner
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not name.startswith(root + os.sep):
+            return level
+        frame, level = frame.f_back, level + 1
+    return level

@@ -230,3 +230,24 @@ def test_cli_targets(tmp_path, capsys):
                      "x", *flags])  # fmt: skip
         assert code == 2
         assert "--delta" in capsys.readouterr().err
+
+
+def test_budget_refusal_suggests_an_eps_delta_target_that_fits(tmp_path):
+    """The issue's reproducer: budget (10, 1e-6), Beta(1, 1), n = 6, (lam, eps) = (2, 1)
+    costs 10.7 and is refused; the refusal names an (eps, delta) request that then fits."""
+    import re
+
+    ledger = pb.Ledger(tmp_path / "l.db")
+    ledger.init_budget("x", 10.0, 1e-6)
+    x = np.array([1, 0, 1, 1, 0, 1])
+    pb.sample(pb.BetaBernoulli(1, 1), x, eps=4.0, delta=1e-6, ledger=ledger, dataset="x")
+    with pytest.raises(pb.BudgetExceededError) as info:
+        pb.sample(pb.BetaBernoulli(1, 1), x, 2.0, 1.0, ledger=ledger, dataset="x", rng=1)
+    message = str(info.value)
+    assert "would spend eps=10.9" in message
+    got = re.search(r"target fits with eps=([0-9.]+), delta=1e-06", message)
+    assert got is not None, message
+    suggested = float(got.group(1))
+    assert 6.0 < suggested <= 10.0  # more than what basic composition leaves (10 - 4)
+    pb.sample(pb.BetaBernoulli(1, 1), x, eps=suggested, delta=1e-6, ledger=ledger, dataset="x")
+    assert ledger.spent("x") <= 10.0

@@ -185,7 +185,6 @@ def test_certificate_bounds_the_exact_lattice_divergence(sigma2, delta, lam):
     assert Fraction(cert) >= Fraction(lam) * delta**2 / (2 * Fraction(sigma2))
 
 
-
 @pytest.mark.parametrize("sigma2", [0.01, 0.05, 0.4])
 @pytest.mark.parametrize("lam", [1.01, 1.5, 64.0, 1000.0])
 def test_certificate_holds_for_tiny_sigma2_and_extreme_orders(sigma2, lam):
@@ -199,6 +198,7 @@ def test_certificate_holds_for_tiny_sigma2_and_extreme_orders(sigma2, lam):
         assert mp.mpf(cert) >= exact
         if ((lam - 1) * delta).is_integer():
             assert cert == pytest.approx(float(exact), rel=1e-12)
+
 
 def test_certificate_of_vectors_adds_coordinates():
     """Dirichlet: a replaced record moves two counts by +-1 (Delta^2 = 2); Gamma-Poisson

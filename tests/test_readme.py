@@ -37,8 +37,11 @@ def test_readme_classifiers_beat_the_majority_class():
     majority = max(y.mean(), 1 - y.mean())
     w = np.asarray(ns["rel"].value)
     assert w.shape == (d + 1,) and ns["many"].value.shape == (8, d + 1)  # weights, then b
-    assert np.mean((X @ w[:d] + w[d] > 0) == y) > majority + 0.15
-    assert ns["clf"].score(X, y) > majority + 0.15
+    # unseeded (the README's calls draw OS entropy): 0.10 above the majority class is > 5
+    # standard deviations below the measured mean with beta="auto" (0.870 +- 0.028 over 20
+    # fits), and still far from the old bug's 0.37
+    assert np.mean((X @ w[:d] + w[d] > 0) == y) > majority + 0.10
+    assert ns["clf"].score(X, y) > majority + 0.10
     Xi, yi = ns["Xi"], ns["yi"]
     assert ns["iris"].value.shape == (Xi.shape[1] + 1, 3)
     assert ns["clf3"].score(Xi, yi) > 1 / 3 + 0.1

@@ -610,10 +610,64 @@ class Ledger:
             if parts
             else ""
         )
+        target = self._dp_target_that_fits(charge, total, tv_total, eps_budget, delta)
         return (
             f"This charge alone costs eps={cost:.6g} at delta={delta:g}; already spent: "
             f"eps={spent:.6g} of {eps_budget:g}. {fits}"
+            + (
+                f"; or: the same model and method asked as an (eps, delta) target fits with "
+                f"eps={planning.fmt_down(target)}, delta={delta:g} (sample(..., eps=, delta=) "
+                "or --eps --delta without --lam: the order is then chosen for you)"
+                if target
+                else ""
+            )
         ).rstrip()
+
+    def _dp_target_that_fits(self, charge, total, tv_total, eps_budget, delta) -> float | None:
+        """For a one-draw release of a conjugate model: the largest eps (to 1%) such that
+        the same model and method calibrated to (eps, the budget's delta) would fit now, by
+        bisection with the ledger's own conversion; None when it does not apply or nothing
+        fits. Public inputs only (the calibration's model, n and method)."""
+        cal = getattr(charge, "calibration", charge)
+        model = getattr(cal, "model", None)
+        if (
+            getattr(charge, "size", None) is not None
+            or not hasattr(model, "_calibrate")
+            or hasattr(model, "_resolve")  # GLMs: d is not on the charge
+            or getattr(cal, "method", None) not in ("direct", "diffused", "concentrated")
+            or not math.isfinite(eps_budget)
+        ):
+            return None
+        from ..calibration import calibrate
+        from ..capping import quiet
+        from ..errors import InfeasiblePrivacyError
+
+        conv = self._conversion(delta)
+
+        def fits(e: float) -> bool:
+            try:
+                with quiet():
+                    trial = calibrate(model, cal.n, eps=e, delta=delta, method=cal.method)
+            except InfeasiblePrivacyError:
+                return False
+            t = total.copy()
+            t.add(np.asarray(trial.rdp(self.orders), float))
+            return conv(t, tv_total) <= eps_budget
+
+        # composing can only add: a fitting target is at most the budget; what is left by
+        # basic accounting is a first guess (RDP composition often admits more)
+        lo, hi = 0.0, float(eps_budget)
+        if fits(hi):
+            return hi
+        guess = eps_budget - conv(total, tv_total)
+        if guess > 0 and fits(guess):
+            lo = guess
+        for _ in range(12):
+            if lo > 0 and hi - lo <= 0.01 * lo:
+                break
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo if lo > 0 else None
 
     @staticmethod
     def _tv_message(mechanism: str, dataset: str, tv: float, tv_total: Fraction, delta) -> str:

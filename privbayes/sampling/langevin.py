@@ -44,6 +44,7 @@ from .. import mechanisms
 from ..calibration import Calibration, solve_knob, step_down
 from ..errors import InfeasiblePrivacyError, StepCapWarning
 from ..models.glm_family import BINARY_LOGISTIC, sigmoid_neg
+from ..validation import user_stacklevel
 from .imh import _threads
 from .passes import is_rows
 
@@ -343,7 +344,7 @@ def release_draw(model, xy, cal: Calibration, rng, *, size=None, **_ignored):
             "--max-steps on the command line; at most 10**7), or backend='exact'; a larger "
             "eps does not help (its larger knob slows the contraction) (docs/langevin.md)",
             StepCapWarning,
-            stacklevel=5,
+            stacklevel=user_stacklevel(),  # the user's line, past decorators and fit()
         )
     x, y = xy
     k = size or 1

@@ -79,7 +79,6 @@ def test_json_is_the_python_release(name, table, run):
         assert got["confidence_interval_in_range"] == [100 * lo, 100 * hi]
 
 
-
 def test_query_reads_a_parquet_source(table, run, tmp_path):
     """Audit: `posterior --model query` passed the --data path where the query's reader
     expected the opened table, and refused every Parquet file, folder or glob."""
@@ -98,6 +97,7 @@ def test_query_reads_a_parquet_source(table, run, tmp_path):
         code2, out2, err2 = run("posterior", "--data", table, *flags, "--seed", "8")
     assert code2 == 0, err2
     assert json.loads(out)["statistic"] == json.loads(out2)["statistic"]
+
 
 def test_draws_to_netcdf_and_csv(table, run, tmp_path):
     az = pytest.importorskip("arviz")
