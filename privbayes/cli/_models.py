@@ -388,10 +388,11 @@ class QueryAdapter(BetaBernoulliAdapter):
             )
         return np.clip((x - lo) / (hi - lo), 0.0, 1.0), None
 
-    def read_source(self, args, source, model):
+    def read_source(self, args, path, model):
         from ..data import _select, as_array, is_dask
 
         column = _source_column(args, self.name)
+        source, _ = open_source(path, column)
         col, _ = _select(source, column, "--data")  # lazy for Dask
         if not is_dask(col):
             col = as_array(col, column)

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from . import _models
-from ._io import Table, UsageError, engine_error, is_large_source, open_source
+from ._io import Table, UsageError, is_large_source
 from ._ledger import ledger_args, open_ledger
 from .sample import charge_args
 
@@ -150,6 +150,7 @@ def _write(post, path: str, draws: int, seed) -> None:
 
 
 def run(args) -> dict:
+    from ..data import CSVError
     from ..errors import DataError
     from ..posterior import posterior
 
@@ -161,12 +162,14 @@ def run(args) -> dict:
         charge = charge_args(args, ledger)
         column, note = None, None
         if is_large_source(args.data):
-            data, column, note = adapter.read_source(args, open_source(args.data), model)
+            data, column, note = adapter.read_source(args, args.data, model)
         else:
             data, _ = adapter.read(args, Table(args.data), model)
         try:
             post = posterior(model, data, args.lam, args.eps, rng=args.seed, column=column,
                              **charge)  # fmt: skip
+        except CSVError as exc:  # a file of the glob, checked when the release reads it
+            raise UsageError(f"--data: {exc}") from None
         except DataError as exc:
             if note is None or exc.rule != "finite":
                 raise
@@ -175,11 +178,6 @@ def run(args) -> dict:
                 "(labels are matched exactly, case included), or no value; the first is data "
                 f"row {exc.index} (0-based, across files)"
             ) from None
-        except ValueError as exc:
-            usage = engine_error(exc) if is_large_source(args.data) else None
-            if usage is None:
-                raise
-            raise usage from None
     finally:
         if ledger is not None:
             ledger.close()
