@@ -659,3 +659,41 @@ def test_plan_other_models_and_refusals():
         pb.plan(pb.BetaBernoulli(), 1000, LAM, width=-1)
     with pytest.raises(TypeError):
         pb.plan(pb.BayesianLogisticRegression(0.1, 1.0), 1000, LAM, width=0.1)
+
+
+# -- regressions: extreme but valid inputs ----------------------------------------------------
+
+
+def test_lgamma_shift_keeps_a_tiny_concentration():
+    # lgamma(s + a) - lgamma(s + 1): (s + 1) + (a - 1) rounds a = 1e-300 away (lgamma(0) = inf)
+    from privbayes.posterior._mixture import lgamma_shift
+
+    s = np.array([0.0, 1.0, 5.0, 9.0, 10.0, 1e3, 1e6])
+    for a in (1e-300, 1e-20, 0.3, 1.0, 7.5):
+        got = lgamma_shift(s, a)
+        with mp.workdps(40):
+            truth = [float(mp.loggamma(mp.mpf(v) + mp.mpf(a)) - mp.loggamma(v + 1)) for v in s]
+        np.testing.assert_allclose(got, truth, rtol=1e-12, atol=1e-12)
+
+
+TINY = 1e-300  # the smallest prior concentration a model accepts
+
+
+@pytest.mark.parametrize(
+    "model",
+    [pb.BetaBernoulli(TINY, TINY), pb.GammaPoisson(TINY, TINY, 5),
+     pb.DirichletCategorical([TINY, TINY, TINY]), pb.models.MeanQuery(TINY, TINY)],
+    ids=lambda m: type(m).__name__,
+)  # fmt: skip
+@pytest.mark.parametrize("n,value", [(1, 0), (2, 1), (1000, 1)])
+def test_tiny_prior_concentrations_give_finite_posteriors(model, n, value):
+    # once: ArithmeticError (every window weight inf) *after* the charge, NaN quantiles from
+    # an infinite logit bracket, Beta(a, 0) marginals and an undefined R-hat for Dirichlet
+    top = {"GammaPoisson": 5, "DirichletCategorical": 2}.get(type(model).__name__, 1)
+    data = np.full(n, top * value)
+    post = pb.posterior(model, data, LAM, 1.0, rng=n + value)
+    lo, hi = post.interval(0.9)
+    mean, draws = post.mean(), post.sample(50, rng=1)
+    for arr in (lo, hi, mean, draws):
+        assert np.all(np.isfinite(np.asarray(arr, float)))
+    assert np.all(np.asarray(lo) <= np.asarray(hi))
