@@ -697,3 +697,16 @@ def test_tiny_prior_concentrations_give_finite_posteriors(model, n, value):
     for arr in (lo, hi, mean, draws):
         assert np.all(np.isfinite(np.asarray(arr, float)))
     assert np.all(np.asarray(lo) <= np.asarray(hi))
+
+
+def test_dirichlet_gibbs_window_is_capped_by_the_pair_total():
+    # tiny eps: sigma^2 = 2e8 asked each pair update for a window of ~2e5 columns though the
+    # pair's total is 4 (78 s for this call; eps = 1e-12 ran out of memory); now < 1 s
+    import time
+
+    t0 = time.perf_counter()
+    post = pb.posterior(pb.DirichletCategorical([1, 1, 1]), [0, 1, 2, 2], LAM, 1e-8, rng=1)
+    lo, hi = post.interval(0.9)
+    assert time.perf_counter() - t0 < 30
+    assert post.diagnostics["ok"] and np.all(np.isfinite(lo)) and np.all(lo < hi)
+    np.testing.assert_allclose(post.mean(), 1 / 3, atol=0.03)  # the prior's mean: no signal

@@ -55,6 +55,9 @@ def _pair_update(c, ct, i, j, alpha, v, rng, tol=TOL):
     m = 0.5 * (ct[:, i] + total - ct[:, j])
     centre = np.clip(np.rint(m), 0, total).astype(np.int64)
     half = int(math.ceil(math.sqrt(2.0 * v * (math.log(1.0 / tol) + 40.0)))) + 1
+    # a window of half-width max(T) + 1 already covers every row's whole range 0..T (bound
+    # 0): wider ones only cost memory (sigma^2 = 1e12 at eps = 1e-12 asked for ~1e7 columns)
+    half = min(half, int(np.max(total, initial=0)) + 1)
     tf = total.astype(float)
     const = lgamma_shift(tf, a_i + a_j) + special.betaln(a_i, a_j)
     while True:
