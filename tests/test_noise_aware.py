@@ -710,3 +710,15 @@ def test_dirichlet_gibbs_window_is_capped_by_the_pair_total():
     assert time.perf_counter() - t0 < 30
     assert post.diagnostics["ok"] and np.all(np.isfinite(lo)) and np.all(lo < hi)
     np.testing.assert_allclose(post.mean(), 1 / 3, atol=0.03)  # the prior's mean: no signal
+
+
+def test_dirichlet_to_inference_data_with_few_draws():
+    # draws=40 ran 10 sweeps a chain, whose bulk ESS (< 40) can never reach 400: it always
+    # raised ConvergenceError, though the posterior's own run had passed its diagnostics
+    data = np.r_[np.zeros(30), np.ones(50), np.full(20, 2)].astype(int)
+    post = pb.posterior(pb.DirichletCategorical([1, 1, 1]), data, LAM, 1.0, rng=3)
+    assert post.diagnostics["ok"]
+    for draws, chains in [(40, 4), (7, 2)]:
+        idata = post.to_inference_data(draws, rng=4, chains=chains)
+        p = idata.posterior["p"].values
+        assert p.shape == (chains, math.ceil(draws / chains), 3) and np.all(np.isfinite(p))

@@ -302,9 +302,11 @@ class DirichletPosterior:
         """(chains, per, K) draws of p from ``chains`` fresh chains (for ArviZ)."""
         self._gate(self.diagnostics)
         chains = max(chains, 2)
-        latent, diag, _ = self._fit(chains, self.tune, max(per, 4), rng)
+        # at least the reference run's length: the diagnostics need ESS >= 400, which a
+        # short run (to_inference_data(draws=40): 10 sweeps a chain) can never show
+        latent, diag, _ = self._fit(chains, self.tune, max(per, self.draws), rng)
         self._gate(diag)
-        return p_draws(latent, self.alpha, rng)[:, :per]
+        return p_draws(latent[:, :per], self.alpha, rng)
 
     def mean(self) -> np.ndarray:
         self._gate(self.diagnostics)
