@@ -722,3 +722,15 @@ def test_dirichlet_to_inference_data_with_few_draws():
         idata = post.to_inference_data(draws, rng=4, chains=chains)
         p = idata.posterior["p"].values
         assert p.shape == (chains, math.ceil(draws / chains), 3) and np.all(np.isfinite(p))
+
+
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [({"prob": "0.9"}, TypeError), ({"prob": None}, TypeError), ({"prob": True}, TypeError),
+     ({"at": "x"}, TypeError), ({"at": [0.3]}, TypeError), ({"prob": 1.0}, ValueError)],
+)  # fmt: skip
+def test_plan_refuses_non_numbers_with_a_message_naming_the_argument(kwargs, error):
+    # prob="0.9" was planned as 0.9 (interval("0.9") refuses it); prob=None and at="x" gave
+    # float()'s own message, naming neither argument
+    with pytest.raises(error, match="prob|at"):
+        pb.plan(pb.BetaBernoulli(), 1000, LAM, width=0.1, **kwargs)
