@@ -105,7 +105,26 @@ def _check_public(args) -> tuple[int, str | None]:
         folder = Path(out).resolve().parent
         if not folder.is_dir():
             raise UsageError(f"--out: no such folder: {folder}")
+        _check_writable(Path(out), folder)
     return draws, out
+
+
+def _check_writable(path: Path, folder: Path) -> None:
+    """--out can be written: checked before anything is charged, since the draws are
+    written after the release (a file that cannot be written would waste its budget)."""
+    import os
+    import tempfile
+
+    if path.is_dir():
+        raise UsageError(f"--out: {str(path)!r} is a folder; name a file in it")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"--out: {str(path)!r} exists and cannot be written")
+    try:  # a file created (and removed) in the folder: permissions, read-only mounts...
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".privbayes-out-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(f"--out: cannot write in the folder {folder} ({reason})") from None
 
 
 def _summary(post, prob: float, model_name: str, args) -> dict:
@@ -199,7 +218,16 @@ def run(args) -> dict:
             ledger.close()
     result = _summary(post, args.interval, adapter.name, args)
     if out is not None:
-        _write(post, out, draws, args.seed)
+        try:
+            _write(post, out, draws, args.seed)
+        except OSError as exc:  # after the release: keep its (public) result in the message
+            from ._io import dump_json
+
+            reason = exc.strerror or str(exc)
+            raise UsageError(
+                f"--out {out}: the draws could not be written ({reason}); the release was "
+                f"made and charged, its result: {dump_json(result)}"
+            ) from None
         result["out"] = out
         result["draws"] = draws
     return result

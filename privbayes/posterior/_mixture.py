@@ -23,9 +23,10 @@ from scipy import optimize, special
 
 TOL = 2.0**-40  # total-variation bound asked of every truncation (~9.1e-13)
 _STIRLING_X = 10.0  # lgamma differences use Stirling's series from this argument up
+_BELOW_ONE = 1.0 - 2.0**-53  # the largest float below 1
 
 
-def lgamma_diff(x, d: float) -> np.ndarray:
+def lgamma_diff(x, d: float, top=None) -> np.ndarray:
     """lgamma(x + d) - lgamma(x) for x > 0, x + d > 0, without the cancellation of the
     direct difference at large x (its error there is ~u x log x).
 
@@ -33,6 +34,9 @@ def lgamma_diff(x, d: float) -> np.ndarray:
     + [r(x + d) - r(x)], r(y) = 1/(12 y) - 1/(360 y^3) + 1/(1260 y^5) - 1/(1680 y^7)
     + 1/(1188 y^9) (the next term is below 2e-14 at y >= 5); elsewhere the direct
     difference (x < 10, or |d| > x/2 where the result is as large as the terms).
+
+    ``top`` (optional, shaped like x): x + d as the caller computed it more accurately
+    than the float sum x + d (see :func:`lgamma_shift`); used by the direct difference.
     """
     x = np.asarray(x, dtype=float)
     if d == 0:
@@ -40,11 +44,21 @@ def lgamma_diff(x, d: float) -> np.ndarray:
     out = np.empty(x.shape)
     big = (x >= _STIRLING_X) & (abs(d) <= 0.5 * x)
     xs = x[~big]
-    out[~big] = special.gammaln(xs + d) - special.gammaln(xs)
+    ys = xs + d if top is None else np.broadcast_to(np.asarray(top, dtype=float), x.shape)[~big]
+    out[~big] = special.gammaln(ys) - special.gammaln(xs)
     xb = x[big]
     y = xb + d
     out[big] = (xb - 0.5) * np.log1p(d / xb) + d * np.log(y) - d + (_series(y) - _series(xb))
     return out
+
+
+def lgamma_shift(s, a: float) -> np.ndarray:
+    """lgamma(s + a) - lgamma(s + 1) for s >= 0 and a > 0: lgamma_diff(s + 1, a - 1) with
+    the direct difference's argument taken as s + a, not (s + 1) + (a - 1). The latter
+    rounds a tiny a away (a = 1e-300: a - 1 = -1.0, so s = 0 gave lgamma(0) = inf and an
+    infinite prior predictive mass); a >= 1e-300 is a valid prior concentration."""
+    s = np.asarray(s, dtype=float)
+    return lgamma_diff(s + 1.0, a - 1.0, top=s + a)
 
 
 def _series(y: np.ndarray) -> np.ndarray:
@@ -55,11 +69,11 @@ def _series(y: np.ndarray) -> np.ndarray:
 
 def log_betabinom(s, n: int, a: float, b: float) -> np.ndarray:
     """log P[S = s] for S ~ Beta-Binomial(n, a, b), s integers in [0, n] (normalised):
-    lgD(s + 1, a - 1) + lgD(n - s + 1, b - 1) - lgD(n + 1, a + b - 1) - log B(a, b),
-    lgD(x, d) = lgamma(x + d) - lgamma(x)."""
+    lgS(s, a) + lgS(n - s, b) - lgS(n, a + b) - log B(a, b),
+    lgS(s, a) = lgamma(s + a) - lgamma(s + 1) (:func:`lgamma_shift`)."""
     s = np.asarray(s, dtype=float)
-    const = float(lgamma_diff(np.array([n + 1.0]), a + b - 1.0)[0]) + special.betaln(a, b)
-    return lgamma_diff(s + 1.0, a - 1.0) + lgamma_diff(n - s + 1.0, b - 1.0) - const
+    const = float(lgamma_shift(np.array([float(n)]), a + b)[0]) + special.betaln(a, b)
+    return lgamma_shift(s, a) + lgamma_shift(n - s, b) - const
 
 
 def log_negbinom(s, n: int, a: float, b: float) -> np.ndarray:
@@ -71,7 +85,7 @@ def log_negbinom(s, n: int, a: float, b: float) -> np.ndarray:
         return np.where(s == 0, 0.0, -np.inf)
     log_q = -math.log1p(b / n)  # log(n / (b + n))
     log_p = -math.log1p(n / b)  # log(b / (b + n))
-    return lgamma_diff(s + 1.0, a - 1.0) - special.gammaln(a) + a * log_p + s * log_q
+    return lgamma_shift(s, a) - special.gammaln(a) + a * log_p + s * log_q
 
 
 def _gap(lo: int, hi: int, c: float) -> float:
@@ -132,7 +146,7 @@ def _logit_solve(cdf, q: float, lo: float, hi: float) -> float:
         return cdf(special.expit(t)) - q
 
     a = special.logit(max(lo, eps))
-    b = special.logit(min(hi, 1.0 - 1e-17))
+    b = special.logit(min(hi, _BELOW_ONE))  # 1 - 1e-17 would round to 1: logit inf
     fa, fb = f(a), f(b)
     if fa >= 0:
         return float(special.expit(a))

@@ -32,7 +32,7 @@ from scipy import special
 from ..errors import ConvergenceError
 from ..sampling.conjugate import sample_dirichlet_log, simplex_from_log
 from ..sampling.diagnostics import ess_bulk, split_rhat
-from ._mixture import TOL, BetaMixture, lgamma_diff
+from ._mixture import TOL, BetaMixture, lgamma_shift
 
 RHAT_MAX = 1.01
 ESS_MIN = 400  # bulk ESS over all chains, per coordinate
@@ -55,18 +55,17 @@ def _pair_update(c, ct, i, j, alpha, v, rng, tol=TOL):
     m = 0.5 * (ct[:, i] + total - ct[:, j])
     centre = np.clip(np.rint(m), 0, total).astype(np.int64)
     half = int(math.ceil(math.sqrt(2.0 * v * (math.log(1.0 / tol) + 40.0)))) + 1
+    # a window of half-width max(T) + 1 already covers every row's whole range 0..T (bound
+    # 0): wider ones only cost memory (sigma^2 = 1e12 at eps = 1e-12 asked for ~1e7 columns)
+    half = min(half, int(np.max(total, initial=0)) + 1)
     tf = total.astype(float)
-    const = lgamma_diff(tf + 1.0, a_i + a_j - 1.0) + special.betaln(a_i, a_j)
+    const = lgamma_shift(tf, a_i + a_j) + special.betaln(a_i, a_j)
     while True:
         offsets = np.arange(-half, half + 1)
         x = centre[:, None] + offsets[None, :]
         valid = (x >= 0) & (x <= total[:, None])
         xc = np.clip(x, 0, total[:, None]).astype(float)
-        log_m = (
-            lgamma_diff(xc + 1.0, a_i - 1.0)
-            + lgamma_diff(tf[:, None] - xc + 1.0, a_j - 1.0)
-            - const[:, None]
-        )
+        log_m = lgamma_shift(xc, a_i) + lgamma_shift(tf[:, None] - xc, a_j) - const[:, None]
         lw = np.where(valid, log_m - (xc - m[:, None]) ** 2 / (2.0 * v), -np.inf)
         top = np.max(lw, axis=1)
         rel = np.exp(lw - top[:, None])
@@ -233,6 +232,12 @@ class DirichletPosterior:
         p = p_draws(latent, self.alpha, rng)  # (chains, draws, K)
         rhat = np.asarray(split_rhat(p), float)
         ess = np.asarray(ess_bulk(p), float)
+        # a coordinate with one value in every draw of every chain (tiny alpha: the
+        # posterior is a point mass at a vertex) has an undefined R-hat, but chains that
+        # started apart and all hold the same value agree: R-hat 1, every draw effective
+        flat = p.reshape(-1, p.shape[-1])
+        same = np.all(flat == flat[:1], axis=0)
+        rhat[same], ess[same] = 1.0, float(flat.shape[0])
         worst_rhat = float(np.max(rhat))  # NaN propagates: counted as a failure
         worst_ess = float(np.min(ess))
         ok = bool(worst_rhat <= RHAT_MAX and worst_ess >= ESS_MIN)
@@ -293,9 +298,11 @@ class DirichletPosterior:
         """(chains, per, K) draws of p from ``chains`` fresh chains (for ArviZ)."""
         self._gate(self.diagnostics)
         chains = max(chains, 2)
-        latent, diag, _ = self._fit(chains, self.tune, max(per, 4), rng)
+        # at least the reference run's length: the diagnostics need ESS >= 400, which a
+        # short run (to_inference_data(draws=40): 10 sweeps a chain) can never show
+        latent, diag, _ = self._fit(chains, self.tune, max(per, self.draws), rng)
         self._gate(diag)
-        return p_draws(latent, self.alpha, rng)[:, :per]
+        return p_draws(latent[:, :per], self.alpha, rng)
 
     def mean(self) -> np.ndarray:
         self._gate(self.diagnostics)
@@ -309,12 +316,14 @@ class DirichletPosterior:
         self._gate(self.diagnostics)
         tail = (1.0 - prob) / 2.0
         states = self._latent.reshape(-1, self.alpha.size)
-        total = self.alpha.sum() + self.n
         lo, hi = np.empty(self.alpha.size), np.empty(self.alpha.size)
         for k in range(self.alpha.size):
             vals, counts = np.unique(states[:, k], return_counts=True)
             a = self.alpha[k] + vals
-            mix = BetaMixture(a, total - a, counts / counts.sum())
+            # the other coordinates' sum, not (alpha_0 + n) - a: that difference cancels
+            # to 0 (a Beta(a, 0), NaN quantiles) when the other alphas are tiny
+            rest = float(np.sum(np.delete(self.alpha, k))) + (self.n - vals)
+            mix = BetaMixture(a, rest, counts / counts.sum())
             lo[k], hi[k] = mix.quantile(tail), mix.quantile(1.0 - tail)
         return lo, hi
 

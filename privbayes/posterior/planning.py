@@ -33,8 +33,9 @@ from scipy import special
 from ..certified import round_up
 from ..errors import InfeasiblePrivacyError
 from ..noise.discrete_gaussian import calibrate_sigma2, discrete_gaussian_quantile
-from ..validation import check_lam, check_n
+from ..validation import _real, check_lam, check_n
 from ._statistics import GRID, spec_of
+from .release import _check_prob
 
 __all__ = ["Plan", "plan"]
 
@@ -130,9 +131,9 @@ def plan(model, n, lam, *, width, prob: float = 0.9, at=None) -> Plan:
             reachable={"lam": "finite"},
         )
     w = _check_width(width)
-    if isinstance(prob, bool) or not 0 < float(prob) < 1:
-        raise ValueError(f"prob must lie strictly between 0 and 1; got {prob!r}")
-    prob = float(prob)
+    prob = _check_prob(prob)  # a number (not the string "0.9"), as PrivatePosterior.interval
+    if at is not None:
+        at = _real(at, "at", "a number (the public guess of the parameter)")
     z = _z(prob)
     d2 = spec.sensitivity_sq
     kind = spec.kind

@@ -157,3 +157,52 @@ def test_the_release_is_charged_to_the_ledger(table, run, tmp_path):
     code, out, err = run("posterior", "--model", "beta-bernoulli", "--data", table, "--column",
                          "flag", "--lam", "2", "--eps", "100", "--ledger", ledger_path)  # fmt: skip
     assert code == 2 and "budget" in err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("--model", "query", "--column", "score", "--low", "0", "--high", "100"),
+     ("--model", "beta-bernoulli", "--column", "flag")],
+)  # fmt: skip
+def test_parquet_and_csv_glob_give_the_single_file_release(flags, table, run, tmp_path):
+    # the large-source path (privbayes.data, Dask when installed): it once called an
+    # open_source/read_source API that does not exist, and the CLI failed to import at all
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    df = pd.read_csv(table)
+    df.to_parquet(tmp_path / "t.parquet")
+    df.iloc[:60].to_csv(tmp_path / "g1.csv", index=False)
+    df.iloc[60:].to_csv(tmp_path / "g2.csv", index=False)
+    outs = []
+    for data in (table, tmp_path / "t.parquet", str(tmp_path / "g*.csv")):
+        code, out, err = run("posterior", "--data", data, *flags, "--lam", "2", "--eps", "1",
+                             "--seed", "4")  # fmt: skip
+        assert code == 0, err
+        got = json.loads(out)
+        outs.append((got["statistic"], got["interval"], got["n"]))
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_an_unwritable_out_is_refused_before_the_charge(table, run, tmp_path, monkeypatch):
+    # the draws are written after the release: an --out that cannot be written used to fail
+    # there, with the budget spent and the release's JSON lost
+    import os
+    import tempfile
+
+    ledger_path = tmp_path / "l.sqlite"
+    pb.Ledger(ledger_path).init_budget("t", eps=100.0, delta=1e-6)
+    base = ("posterior", "--model", "beta-bernoulli", "--data", table, "--column", "flag",
+            "--lam", "2", "--eps", "1", "--ledger", ledger_path)  # fmt: skip
+    (tmp_path / "folder.csv").mkdir()
+    code, out, err = run(*base, "--out", tmp_path / "folder.csv")
+    assert code == 2 and "is a folder" in err and err.count("\n") == 1
+
+    def refuse(*a, **k):  # an unwritable folder (chmod does not stop root: simulate it)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+    for name in ("x.csv", "x.nc"):
+        code, out, err = run(*base, "--out", tmp_path / name)
+        assert code == 2 and out == "" and "cannot write" in err and "Permission denied" in err
+        assert not os.path.exists(tmp_path / name)
+    assert pb.Ledger(ledger_path).spent("t") == 0.0
