@@ -128,17 +128,31 @@ def _check_writable(path: Path, folder: Path) -> None:
 
 
 def _summary(post, prob: float, model_name: str, args) -> dict:
+    import sys
+
     import numpy as np
 
-    lo, hi = post.interval(prob)
+    from ..errors import ConvergenceError
+
+    try:
+        lo, hi = post.interval(prob)
+        mean = post.mean()
+    except ConvergenceError as exc:
+        # the release is made and paid for: report its public statistic and noise (from
+        # which the posterior can be recomputed) rather than lose them with the error
+        print(f"privbayes posterior: warning: {exc}", file=sys.stderr)
+        lo = hi = mean = None
+        failed = str(exc)
+    else:
+        failed = None
     out = {
         "model": model_name,
         "method": "noise-aware",
         "statistic": post.statistic,
         "noise": post.noise,
-        "interval": [lo, hi],
+        "interval": None if failed else [lo, hi],
         "prob": prob,
-        "mean": post.mean(),
+        "mean": mean,
         "lam": post.lam,
         "eps": post.eps,
         "delta": post.delta,
@@ -149,6 +163,8 @@ def _summary(post, prob: float, model_name: str, args) -> dict:
     }
     if post.diagnostics is not None:
         out["diagnostics"] = post.diagnostics  # public: the chains read only the statistic
+    if failed:
+        out["convergence_error"] = failed
     if model_name == "query":
         clo, chi = post.confidence_interval(prob)
         width = args.high - args.low
@@ -217,7 +233,7 @@ def run(args) -> dict:
         if ledger is not None:
             ledger.close()
     result = _summary(post, args.interval, adapter.name, args)
-    if out is not None:
+    if out is not None and "convergence_error" not in result:  # no draws to write
         try:
             _write(post, out, draws, args.seed)
         except OSError as exc:  # after the release: keep its (public) result in the message

@@ -206,3 +206,29 @@ def test_an_unwritable_out_is_refused_before_the_charge(table, run, tmp_path, mo
         assert code == 2 and out == "" and "cannot write" in err and "Permission denied" in err
         assert not os.path.exists(tmp_path / name)
     assert pb.Ledger(ledger_path).spent("t") == 0.0
+
+
+def test_failed_gibbs_diagnostics_keep_the_paid_release(tmp_path, monkeypatch, capsys):
+    """A Dirichlet posterior whose (public) Gibbs diagnostics fail after the charge: the
+    JSON still carries the released statistic and the noise, with the error, exit 0."""
+    import json
+
+    from privbayes.cli import main
+    from privbayes.errors import ConvergenceError
+    from privbayes.posterior.release import PrivatePosterior
+
+    def failing(self, prob=0.9):
+        raise ConvergenceError("R-hat 1.2 > 1.01 (public: the chains read only the statistic)")
+
+    monkeypatch.setattr(PrivatePosterior, "interval", failing)
+    data = tmp_path / "c.csv"
+    data.write_text("c\n" + "\n".join(["a", "b", "c", "a"] * 10) + "\n")
+    code = main(["posterior", "--model", "dirichlet", "--data", str(data), "--column", "c",
+                 "--categories", "a,b,c", "--lam", "2", "--eps", "1", "--seed", "3",
+                 "--out", str(tmp_path / "d.csv")])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0 and "R-hat" in captured.err
+    res = json.loads(captured.out)
+    assert res["interval"] is None and "R-hat" in res["convergence_error"]
+    assert len(res["statistic"]) == 3 and res["noise"]["mechanism"] == "discrete_gaussian"
+    assert not (tmp_path / "d.csv").exists()
