@@ -6,6 +6,7 @@ Light on purpose (no numpy at import): ``privbayes --help`` loads this module.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -273,3 +274,25 @@ def codes(cells, name: str, categories: list[str] | None, flag: str = "--categor
             )
         out[i] = index[v]
     return out
+
+
+@contextlib.contextmanager
+def release_errors(args, note: str | None):
+    """Around a release from a file: a glob's CSV error (checked when the release reads
+    that file) and a label the adapter mapped to a missing value (``note`` says which
+    kind; None when none was mapped) become usage errors naming the column and first row."""
+    from ..data import CSVError
+    from ..errors import DataError
+
+    try:
+        yield
+    except CSVError as exc:
+        raise UsageError(f"--data: {exc}") from None
+    except DataError as exc:
+        if note is None or exc.rule != "finite":
+            raise
+        raise UsageError(
+            f"column {args.column!r}: {exc.count} row(s) hold a label that is {note} "
+            "(labels are matched exactly, case included), or no value; the first is data "
+            f"row {exc.index} (0-based, across files)"
+        ) from None

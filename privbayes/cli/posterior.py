@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from . import _models
-from ._io import Table, UsageError, is_large_source
+from ._io import Table, UsageError, is_large_source, release_errors
 from ._ledger import ledger_args, open_ledger
 from .sample import charge_args
 
@@ -201,8 +201,6 @@ def _write(post, path: str, draws: int, seed) -> None:
 
 
 def run(args) -> dict:
-    from ..data import CSVError
-    from ..errors import DataError
     from ..posterior import posterior
 
     adapter = _models.resolve(args, "posterior")
@@ -216,19 +214,9 @@ def run(args) -> dict:
             data, column, note = adapter.read_source(args, args.data, model)
         else:
             data, _ = adapter.read(args, Table(args.data), model)
-        try:
+        with release_errors(args, note):
             post = posterior(model, data, args.lam, args.eps, delta=args.delta, rng=args.seed,
                              column=column, **charge)  # fmt: skip
-        except CSVError as exc:  # a file of the glob, checked when the release reads it
-            raise UsageError(f"--data: {exc}") from None
-        except DataError as exc:
-            if note is None or exc.rule != "finite":
-                raise
-            raise UsageError(
-                f"column {args.column!r}: {exc.count} row(s) hold a label that is {note} "
-                "(labels are matched exactly, case included), or no value; the first is data "
-                f"row {exc.index} (0-based, across files)"
-            ) from None
     finally:
         if ledger is not None:
             ledger.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import _models
-from ._io import Table, UsageError, is_large_source, source_name
+from ._io import Table, UsageError, is_large_source, release_errors, source_name
 from ._ledger import ledger_args, open_ledger
 
 
@@ -68,8 +68,6 @@ def charge_args(args, ledger) -> dict:
 
 
 def run(args) -> dict:
-    from ..data import CSVError
-    from ..errors import DataError
     from ..release import sample
 
     _models.check_target(args)
@@ -83,7 +81,7 @@ def run(args) -> dict:
             data, column, note = adapter.read_source(args, args.data, model)
         else:
             data, details = adapter.read(args, Table(args.data), model)
-        try:
+        with release_errors(args, note):
             rel = sample(
                 model,
                 data,
@@ -95,15 +93,6 @@ def run(args) -> dict:
                 column=column,
                 **charge,
             )
-        except CSVError as exc:  # a file of the glob, checked when the release reads it
-            raise UsageError(f"--data: {exc}") from None
-        except DataError as exc:
-            if note is None or exc.rule != "finite":
-                raise
-            raise UsageError(
-                f"column {args.column!r}: {exc.count} row(s) hold a label that is {note}, or no "
-                f"value; the first is data row {exc.index} (0-based, across files)"
-            ) from None
     finally:
         if ledger is not None:
             ledger.close()

@@ -172,6 +172,23 @@ def _log_solve(cdf, q: float, lo: float, hi: float) -> float:
     return math.exp(optimize.brentq(f, a, b, xtol=1e-13, rtol=1e-15, maxiter=200))
 
 
+class ScalarMixturePosterior:
+    """What the one-parameter mixture posteriors share (``self.mixture`` a BetaMixture or
+    GammaMixture): the mean, the central interval from the mixture CDF, a scalar shape."""
+
+    mixture: BetaMixture | GammaMixture
+
+    def mean(self) -> float:
+        return self.mixture.mean()
+
+    def interval(self, prob: float) -> tuple[float, float]:
+        tail = (1.0 - prob) / 2.0
+        return self.mixture.quantile(tail), self.mixture.quantile(1.0 - tail)
+
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+
 class BetaMixture:
     """sum_j w_j Beta(A_j, B_j): draws (in log space), mean, CDF and quantiles.
 

@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from ._mixture import BetaMixture, log_betabinom, window
+from ._mixture import BetaMixture, ScalarMixturePosterior, log_betabinom, window
 
 
-class BetaBernoulliPosterior:
+class BetaBernoulliPosterior(ScalarMixturePosterior):
     """p(theta | s~) for :class:`privbayes.BetaBernoulli` (public inputs and s~ only).
 
     Parameters
@@ -52,16 +52,6 @@ class BetaBernoulliPosterior:
         if size is None:
             return float(theta[0]), lp[0]
         return theta, lp
-
-    def mean(self) -> float:
-        return self.mixture.mean()
-
-    def interval(self, prob: float) -> tuple[float, float]:
-        tail = (1.0 - prob) / 2.0
-        return self.mixture.quantile(tail), self.mixture.quantile(1.0 - tail)
-
-    def shape(self) -> tuple[int, ...]:
-        return ()
 
     def approx_sd(self) -> float:
         m = self.mixture

@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from ._mixture import GammaMixture, log_negbinom, window
+from ._mixture import GammaMixture, ScalarMixturePosterior, log_negbinom, window
 
 
-class GammaPoissonPosterior:
+class GammaPoissonPosterior(ScalarMixturePosterior):
     """p(theta | S~) for :class:`privbayes.GammaPoisson` (public inputs and S~ only).
 
     Parameters
@@ -52,16 +52,6 @@ class GammaPoissonPosterior:
         if size is None:
             return float(theta[0]), float(lt[0])
         return theta, lt
-
-    def mean(self) -> float:
-        return self.mixture.mean()
-
-    def interval(self, prob: float) -> tuple[float, float]:
-        tail = (1.0 - prob) / 2.0
-        return self.mixture.quantile(tail), self.mixture.quantile(1.0 - tail)
-
-    def shape(self) -> tuple[int, ...]:
-        return ()
 
     def approx_sd(self) -> float:
         m = self.mixture
