@@ -823,12 +823,19 @@ def command_flags(command: str) -> list[str]:
 
 
 def privacy_args(
-    parser, methods: tuple[str, ...], *, seed: bool = True, delta: bool = True
+    parser,
+    methods: tuple[str, ...] | None,
+    *,
+    seed: bool = True,
+    delta: bool = True,
+    finite: bool = False,
 ) -> None:
-    """--lam, --eps, --method, (``delta``) --delta and (for commands that draw) --seed."""
+    """--lam, --eps, (``methods``) --method, (``delta``) --delta and (for commands that
+    draw) --seed. ``finite``: the order must be finite (the noise-aware release)."""
+    orders = "> 1, finite" if finite else "> 1, or inf"
     if not delta:
         parser.add_argument(
-            "--lam", type=float, required=True, metavar="L", help="Rényi order lam (> 1, or inf)"
+            "--lam", type=float, required=True, metavar="L", help=f"Rényi order lam ({orders})"
         )
     else:
         parser.add_argument(
@@ -836,7 +843,7 @@ def privacy_args(
             type=float,
             default=None,
             metavar="L",
-            help="Rényi order lam (> 1, or inf) of an RDP target; or give --delta instead",
+            help=f"Rényi order lam ({orders}) of an RDP target; or give --delta instead",
         )
     parser.add_argument(
         "--eps",
@@ -855,13 +862,14 @@ def privacy_args(
             help="an (eps, delta)-DP target instead of --lam, delta in [0, 1): the order is "
             "chosen from public inputs (docs/dp_target.md)",
         )
-    parser.add_argument(
-        "--method",
-        choices=methods,
-        default="diffused",
-        help="mechanism (default diffused)"
-        + ("; ops: logistic and multinomial" if "ops" in methods else ""),
-    )
+    if methods is not None:
+        parser.add_argument(
+            "--method",
+            choices=methods,
+            default="diffused",
+            help="mechanism (default diffused)"
+            + ("; ops: logistic and multinomial" if "ops" in methods else ""),
+        )
     if seed:
         parser.add_argument(
             "--seed", type=int, default=None, help="random seed (default: fresh OS entropy)"

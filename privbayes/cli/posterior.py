@@ -36,29 +36,7 @@ def register(subparsers) -> None:
         "quoted glob ('data/*.parquet'), reduced in Dask when installed (docs/data.md)",
     )
     _models.add_arguments(p, "posterior")
-    p.add_argument(
-        "--lam",
-        type=float,
-        default=None,
-        metavar="L",
-        help="Rényi order lam (> 1, finite) of an RDP target; or give --delta instead",
-    )
-    p.add_argument(
-        "--eps",
-        type=float,
-        required=True,
-        metavar="E",
-        help="target eps at --lam (or of (eps, delta)-DP with --delta), in nats (> 0); the "
-        "certified eps is never above it",
-    )
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=None,
-        metavar="D",
-        help="an (eps, delta)-DP target instead of --lam, delta in (0, 1): the noise is "
-        "calibrated over the orders (docs/dp_target.md)",
-    )
+    _models.privacy_args(p, None, seed=False, finite=True)  # --lam, --eps, --delta
     p.add_argument(
         "--interval",
         type=float,
