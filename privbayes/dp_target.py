@@ -119,9 +119,12 @@ def _dp_at(lam: float, eps_lam: float, delta: float, tv: float) -> float:
     return eps_with_tv(conv, delta, Fraction(tv))[0]
 
 
-def _search_once(calibrate_at, score, eps: float, delta: float, name: str, orders):
+def _search_once(
+    calibrate_at, score, eps: float, delta: float, name: str, orders, with_inf: bool = True
+):
     """The best order for target (eps, delta) (no failure allowance): (lam, E, result,
-    eps_at_lam, evaluations); InfeasiblePrivacyError when no order certifies."""
+    eps_at_lam, evaluations); InfeasiblePrivacyError when no order certifies. Order inf is
+    tried only ``with_inf`` (a ledger whose orders lack it would not convert there)."""
     targets = inverse_conversion(orders, eps, delta)
     admissible = np.flatnonzero(targets > 0)
     memo: dict[int, tuple] = {}  # index (-1: order inf) -> (key, result, eps_at_lam)
@@ -129,6 +132,9 @@ def _search_once(calibrate_at, score, eps: float, delta: float, name: str, order
 
     def evaluate(i: int) -> tuple:
         if i in memo:
+            return memo[i][0]
+        if i < 0 and not with_inf:  # not an order of the grid (a ledger's own orders)
+            memo[i] = ((-math.inf, -math.inf), None, math.inf)
             return memo[i][0]
         lam = math.inf if i < 0 else float(orders[i])
         target = eps if i < 0 else float(targets[i])
@@ -199,14 +205,23 @@ def _search_once(calibrate_at, score, eps: float, delta: float, name: str, order
                 f"lam={lam:g}); ask for eps >= {low:.6g} or a larger delta",
                 reachable={"min_eps": low, "delta": delta, "lam": lam},
             )
-        raise InfeasiblePrivacyError(
-            f"(eps={eps:g}, delta={delta:g}) cannot be certified by {name} at any order "
-            + (
+        given = "" if orders is ORDERS else ", the orders given (a ledger's own)"
+        if delta == 0:
+            why = (
                 "(delta = 0 asks for pure DP, order inf, which this mechanism does not reach)"
-                if delta == 0
-                else f"(none of lam in [{orders[0]:g}, {orders[-1]:g}] nor inf certifies "
-                "it); ask for a larger eps or delta"
-            ),
+                if with_inf
+                else f"(delta = 0 asks for pure DP, order inf, which is not among{given}: "
+                "create the ledger with inf among its orders, or ask for delta > 0)"
+            )
+        else:
+            span = f"lam in [{orders[0]:g}, {orders[-1]:g}]" if len(orders) else "no finite lam"
+            why = (
+                f"(none of {span}{given}{' nor inf' if with_inf else ''} certifies it); ask "
+                "for a larger eps or delta"
+                + (", or use a ledger with a wider grid of orders (the default)" if given else "")
+            )
+        raise InfeasiblePrivacyError(
+            f"(eps={eps:g}, delta={delta:g}) cannot be certified by {name} at any order " + why,
             reachable={"eps": "larger", "delta": delta},
         )
     ranked = []  # (lam, E(lam), result, eps_at_lam), best first
@@ -250,8 +265,9 @@ def search(
     release's failure allowance (the exact GLM back-end's delta_f), a public number:
     the search is rerun for the target (eps - log(1/(1 - tv)), delta - tv) when it is
     positive (docs/accounting.md §8). ``orders``: the orders to choose from (default
-    :data:`ORDERS`; a ledger's own orders when the release is charged to one, so that it
-    converts the release at the chosen order). ``coarse_at`` / ``coarse_score``: a cheaper
+    :data:`ORDERS` and order inf; a ledger's own orders when the release is charged to one,
+    so that it converts the release at the chosen order: order inf is then tried only when
+    it is one of them). ``coarse_at`` / ``coarse_score``: a cheaper
     calibration (e.g. a GLM's knob without the exact back-end's plan, whose rounding
     allowance moves eps by ~1e-8) that ranks the orders; ``calibrate_at`` then runs at the
     best few only. What is released is always ``calibrate_at``'s, at the target there.
@@ -260,21 +276,25 @@ def search(
     InfeasiblePrivacyError (a ValueError) saying what is reachable.
     Source: our derivation, docs/dp_target.md.
     """
+    with_inf = True
     if orders is None:
         orders = ORDERS
-    else:
+    else:  # a ledger's own orders: order inf only if it is one of them
         orders = np.asarray(orders, float)
+        with_inf = bool(np.isposinf(orders).any())
         orders = orders[np.isfinite(orders) & (orders > 1)]
     tv, e_in, d_in = 0.0, eps, delta
     evaluations = 0
     for _ in range(4):
         picked = None
         if coarse_at is not None:  # rank the orders cheaply, calibrate fully at the best
-            ranked, used = _search_once(coarse_at, coarse_score or score, e_in, d_in, name, orders)
+            ranked, used = _search_once(
+                coarse_at, coarse_score or score, e_in, d_in, name, orders, with_inf
+            )
             picked = _refined(ranked, calibrate_at, score)
             evaluations += used + (picked[4] if picked is not None else 0)
         if picked is None:
-            ranked, used = _search_once(calibrate_at, score, e_in, d_in, name, orders)
+            ranked, used = _search_once(calibrate_at, score, e_in, d_in, name, orders, with_inf)
             evaluations += used
             picked = (*ranked[0], 0)
         lam, target, result, at_lam, _ = picked

@@ -251,3 +251,25 @@ def test_budget_refusal_suggests_an_eps_delta_target_that_fits(tmp_path):
     assert 6.0 < suggested <= 10.0  # more than what basic composition leaves (10 - 4)
     pb.sample(pb.BetaBernoulli(1, 1), x, eps=suggested, delta=1e-6, ledger=ledger, dataset="x")
     assert ledger.spent("x") <= 10.0
+
+
+def test_ledger_without_order_inf_admits_a_pure_dp_target(tmp_path):
+    """The search chose order inf (OPS, pure DP) although the ledger's orders lack it, so
+    a budget (eps, delta) refused the one release asked for at (eps, delta): the ledger
+    converted it on [2, 4, 8] (eps = 4.6). With a ledger, only its orders are searched."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] > 0).astype(int)
+    model = pb.BayesianLogisticRegression(beta=0.1, c=1.0, backend="exact")
+    ledger = pb.Ledger.create(tmp_path / "l.db", "d", 3.0, 1e-5, orders=[2, 4, 8])
+    rel = pb.sample(model, (X, y), eps=3.0, delta=1e-5, method="ops", ledger=ledger,
+                    dataset="d", rng=1)  # fmt: skip
+    assert rel.lam in (2.0, 4.0, 8.0) and rel.dp_eps <= 3.0
+    assert ledger.spent("d") <= 3.0
+    # a pure-DP request (delta = 0) needs order inf: refused, naming the ledger's orders
+    reset_default_accountant()
+    ledger2 = pb.Ledger.create(tmp_path / "m.db", "d", 1.0, 1e-5, orders=[2, 4, 8])
+    with pytest.raises(InfeasiblePrivacyError, match="orders"):
+        pb.sample(model, (X, y), eps=1.0, delta=0.0, method="ops", ledger=ledger2, dataset="d")
+    assert ledger2.spent("d") == 0 and default_accountant().releases == 0
