@@ -415,21 +415,35 @@ def posterior(
     Privacy model: replace-one neighbours, n and the prior public (docs/privacy.md §1);
     certificate and posteriors: docs/noise_aware.md.
     """
-    from ..release import _check_dataset, _open_ledger
+    post, _ = _checked_release(
+        model, data, lam, eps, delta, rng, ledger, dataset, note, column, on_bad_diagnostics
+    )
+    return post
+
+
+def _checked_release(
+    model, data, lam, eps, delta, rng, ledger, dataset, note, column, on_bad_diagnostics,
+    size=None,
+):  # fmt: skip
+    """The path both entry points share: every public check (``size`` too, when given)
+    before the data are read, then the statistic, then one charged release. Returns
+    (PrivatePosterior, the Generator the noise came from)."""
+    from ..release import _check_dataset, _check_size, _open_ledger
 
     spec, lam, eps, delta = _prepare(
         model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta
     )
+    if size is not None:
+        _check_size(size, model)
     options = {} if spec.kind != "dirichlet" else {"on_bad_diagnostics": on_bad_diagnostics}
     ledger, close = _open_ledger(ledger)
     try:
         _check_dataset(ledger, dataset)
         stat, n = spec.statistic(data, column=column)
-        post, _ = _noise_release(
+        return _noise_release(
             model, spec, stat, n, lam, eps, rng, ledger=ledger, dataset=dataset, note=note,
             options=options, delta=delta,
         )  # fmt: skip
-        return post
     finally:
         if close:
             ledger.close()
@@ -453,24 +467,14 @@ def noise_aware_sample(
     """``sample(..., method="noise-aware")``: one release, then ``size`` posterior draws
     (a :class:`privbayes.PrivateSample` whose curve is the one release's, whatever
     ``size``)."""
-    from ..release import PrivateSample, _check_dataset, _check_size, _open_ledger
+    from ..release import PrivateSample
 
-    spec, lam, eps, delta = _prepare(
-        model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta
-    )
-    size = _check_size(size, model)
-    options = {} if spec.kind != "dirichlet" else {"on_bad_diagnostics": on_bad_diagnostics}
-    ledger, close = _open_ledger(ledger)
-    try:
-        _check_dataset(ledger, dataset)
-        stat, n = spec.statistic(data, column=column)
-        post, generator = _noise_release(
-            model, spec, stat, n, lam, eps, rng, ledger=ledger, dataset=dataset, note=note,
-            options=options, delta=delta,
-        )  # fmt: skip
-    finally:
-        if close:
-            ledger.close()
+    post, generator = _checked_release(
+        model, data, lam, eps, delta, rng, ledger, dataset, note, column, on_bad_diagnostics,
+        size,
+    )  # fmt: skip
+    size = None if size is None else int(size)  # checked before the charge
+    n = post.n
     value, log_value = post._family.draw(size, generator)
     for arr in (value, log_value):
         if isinstance(arr, np.ndarray):
