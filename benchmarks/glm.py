@@ -125,7 +125,7 @@ def run_pymc(X, y, tune: int, draws: int, chains: int) -> dict:
         beta=1e-3, c=1.0, backend="pymc", tune=tune, draws=draws, chains=chains
     )
     t0 = time.perf_counter()
-    pymc_backend._compiled(X.shape[1], model.target_accept)
+    pymc_backend.compiled(X.shape[1], model.target_accept)
     t_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
     rel = pb.sample(model, (X, y), 2.0, 1.0, rng=1, on_bad_diagnostics="warn")
@@ -199,7 +199,7 @@ def exact_large(n: int, d: int, rng) -> None:
     X, y = adult_like(n, d, rng)
     print(f"Synthetic n={n:,} d={d}, beta=1e-3, lam=2, eps=1 (rows on ||x|| <= 1):")
     model = pb.BayesianLogisticRegression(beta=1e-3, c=1.0, backend="exact")
-    exact._plan.cache_clear()
+    exact.clear_plan_cache()
     t_all, dg = _phase_times(model, X, y, 1)
     pub = dg["public"]
     t_plan = t_all - dg["seconds_fit"] - dg["seconds_proposals"]
@@ -272,7 +272,7 @@ def exact_real(data_dir, k: int, betas) -> None:
                     need = exact.exact_plan(
                         n, d, beta, 1.0, cal.r, cal.m, max_proposals=10**300
                     ).proposals
-                    prob = exact._Problem(xtr, np.where(ytr > 0.5, 1.0, -1.0), cal.r, n * beta)
+                    prob = exact.Problem(xtr, np.where(ytr > 0.5, 1.0, -1.0), cal.r, n * beta)
                     vt = np.random.default_rng(0).normal(size=(d, exact.BATCH)) * 1e-3
                     z0 = np.zeros(n)
                     t0 = time.perf_counter()
@@ -323,7 +323,7 @@ def _step_profile(x, y, chains: int, reps: int = 9) -> dict:
     """Seconds per Langevin step by part (X W, sigmoid, X^T S, noise and update): the
     fastest of ``reps`` repetitions of each, so that other load on the machine drops out.
     One thread for the sigmoid here (the sampler splits it over the cores)."""
-    from privbayes.sampling import langevin
+    from privbayes.glm.family import sigmoid_neg
 
     z = np.asfortranarray(x * np.where(y > 0, 1.0, -1.0)[:, None])  # as the sampler stores it
     w = np.zeros((z.shape[1], chains))
@@ -333,7 +333,7 @@ def _step_profile(x, y, chains: int, reps: int = 9) -> dict:
         t0 = time.perf_counter()
         mar = z @ w
         t1 = time.perf_counter()
-        langevin._sigmoid_neg(mar)
+        sigmoid_neg(mar)
         t2 = time.perf_counter()
         g = z.T @ mar
         t3 = time.perf_counter()

@@ -52,7 +52,7 @@ def draws() -> None:
     b, o = statistics.median(base), statistics.median(ours)
     print(
         f"10^6 posterior draws: {o:.3f} s (numpy rng.beta, one Beta law: {b:.3f} s; ratio "
-        f"{o / b:.2f}); mixture of {post._family.support.size} Betas; its 90% interval "
+        f"{o / b:.2f}); mixture of {post.components} Betas; its 90% interval "
         f"{statistics.median(interval) * 1e3:.1f} ms"
     )
 

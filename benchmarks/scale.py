@@ -177,7 +177,7 @@ def _time(fn, repeat: int = 3) -> float:
 def _logistic_passes(prob, fam_data, rng) -> dict:
     """Seconds per pass: a Newton pass (gradient + Hessian), the log-likelihoods of a batch
     of 256 proposals, a Langevin gradient (one chain)."""
-    from privbayes.models.glm_family import BINARY_LOGISTIC
+    from privbayes.glm.family import BINARY_LOGISTIC
 
     d = prob.d
     ws = [rng.normal(size=d) * 0.1 for _ in range(3)]
@@ -235,10 +235,10 @@ def child_logistic(kind: str, n: int, workers: int) -> dict:
     out["releases_per_s"] = reps / (time.perf_counter() - t0)
     (rows, yy), _ = model._statistics(data)
     if kind == "dask":
-        prob = exact._DaskProblem(rows, 1.0, n * model.beta)
+        prob = exact.DaskProblem(rows, 1.0, n * model.beta)
         fam_data = rows
     else:
-        prob = exact._Problem(rows, yy, 1.0, n * model.beta)
+        prob = exact.Problem(rows, yy, 1.0, n * model.beta)
         fam_data = prob.xy
     out.update(_logistic_passes(prob, fam_data, rng))
     out["client_peak_mb"] = _peak_mb()

@@ -28,7 +28,7 @@ from tqdm import tqdm  # noqa: E402
 import privbayes as pb  # noqa: E402
 from privbayes.accounting.curves import gaussian_rdp  # noqa: E402
 from privbayes.sampling.conjugate import (  # noqa: E402
-    _log_gamma_variates,
+    log_gamma_variates,
     sample_dirichlet_log,
     simplex_from_log,
 )
@@ -192,7 +192,7 @@ def gamma_release(
 def gamma_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
     """theta ~ Gamma(alpha/m + r s, beta/m + r n), one draw per entry of ``s`` (reals ok)."""
     shape = model.alpha / m + r * np.asarray(s, dtype=float)
-    return np.exp(_log_gamma_variates(shape, rng) - model._log_rate(n, r, m))
+    return np.exp(log_gamma_variates(shape, rng) - model._log_rate(n, r, m))
 
 
 def normal_release(

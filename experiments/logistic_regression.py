@@ -39,7 +39,7 @@ from privbayes.errors import (  # noqa: E402
     InfeasiblePrivacyError,
     SamplingError,
 )
-from privbayes.models.logistic import _OPTION_BACKENDS, GUARANTEE  # noqa: E402
+from privbayes.models.logistic import GUARANTEE, OPTION_BACKENDS  # noqa: E402
 from privbayes.preprocessing import normalize_rows  # noqa: E402
 from privbayes.sampling.exact import ExactInfeasibleError  # noqa: E402
 
@@ -114,8 +114,8 @@ def parse_args(argv: list[str] | None = None):
     if bad or not args.backends or len(set(args.backends)) < len(args.backends):
         p.error(f"--backends: distinct names from {list(BACKENDS)}; got {args.backends}")
     for key in _model_options(args.model_option):
-        if key not in _OPTION_BACKENDS:
-            p.error(f"--model-option {key}: not a back-end option ({sorted(_OPTION_BACKENDS)})")
+        if key not in OPTION_BACKENDS:
+            p.error(f"--model-option {key}: not a back-end option ({sorted(OPTION_BACKENDS)})")
     if args.trials < 1:
         p.error("--trials must be >= 1")
     return args
@@ -245,7 +245,7 @@ def make_model(args, backend: str) -> pb.BayesianLogisticRegression:
     """The study's model on ``backend``, with the --model-option settings that apply to it
     (the others belong to other back-ends of the run and are left out)."""
     options = {
-        k: v for k, v in _model_options(args.model_option).items() if backend in _OPTION_BACKENDS[k]
+        k: v for k, v in _model_options(args.model_option).items() if backend in OPTION_BACKENDS[k]
     }
     return pb.BayesianLogisticRegression(args.beta, args.c, backend=backend, **options)
 

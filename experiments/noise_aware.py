@@ -41,10 +41,12 @@ import _common as C  # noqa: E402
 
 import privbayes as pb  # noqa: E402
 from privbayes import datasets  # noqa: E402
+from privbayes.charges import per_draw_eps  # noqa: E402
 from privbayes.noise import calibrate_sigma2, sample_discrete_gaussian  # noqa: E402
-from privbayes.posterior import family_of  # noqa: E402
-from privbayes.posterior._statistics import spec_of  # noqa: E402
-from privbayes.release import _per_draw_eps  # noqa: E402
+from privbayes.posterior import (
+    family_of,  # noqa: E402
+    spec_of,  # noqa: E402
+)
 from privbayes.sampling.conjugate import sample_dirichlet_log, simplex_from_log  # noqa: E402
 
 NAME = "noise_aware"
@@ -116,7 +118,7 @@ def _summ(lo, hi, est, truth) -> tuple[float, float, float]:
 def _paper(model, n, lam, eps, k, method, stats_, rng, draws_fn, project=None):
     """k draws at eps/k for every statistic: (lo, hi, estimate), or None if infeasible."""
     try:
-        cal = pb.calibrate(model, n, lam, _per_draw_eps(eps, k), method)
+        cal = pb.calibrate(model, n, lam, per_draw_eps(eps, k), method)
     except pb.InfeasiblePrivacyError:
         return None
     d = draws_fn(model, n, np.repeat(np.asarray(stats_)[:, None], k, axis=1), rng, cal.r, cal.m)

@@ -25,6 +25,7 @@ from scipy import optimize, special
 
 from .capping import public_entry
 from .errors import InfeasiblePrivacyError, PrivBayesError
+from .kinds import register_calibration
 from .validation import check_eps, check_lam, check_n
 
 __all__ = [
@@ -44,6 +45,7 @@ _MAX_SAFETY_STEPS = 64
 _MAX_BRACKET_STEPS = 200
 
 
+@register_calibration  # so accounting can recognise it without importing this module
 @dataclass(frozen=True, slots=True)
 class Calibration:
     """A certificate: the mechanism's knobs and its privacy at order ``lam``.

@@ -28,6 +28,7 @@ import functools
 import warnings
 
 from .errors import KnobCappedWarning
+from .kinds import is_calibration
 
 __all__ = ["FAR_BELOW", "capped", "public_entry", "quiet", "warn_if_capped"]
 
@@ -144,13 +145,11 @@ def quiet():
 
 
 def _calibration_of(result):
-    from .calibration import Calibration
-
-    if isinstance(result, Calibration):
+    if is_calibration(result):
         return result, None
     for attr in ("calibration", "calibration_"):
         cal = getattr(result, attr, None)
-        if isinstance(cal, Calibration):
+        if is_calibration(cal):
             return cal, getattr(result, "size", None) or getattr(result, "n_samples", None)
     return None, None
 

@@ -336,7 +336,7 @@ def as_array(data, name: str = "data") -> np.ndarray:
     """Any supported in-memory input as a float64 NumPy array (no finiteness check).
 
     Dask collections are refused here: callers that take them go through
-    :func:`statistics` (the conjugate models) or privbayes.sampling.passes (the GLMs:
+    :func:`statistics` (the conjugate models) or privbayes.glm.passes (the GLMs:
     docs/data.md §7)."""
     _refuse_lazy(data, name)
     if is_dask(data):

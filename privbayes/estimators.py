@@ -14,11 +14,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .capping import public_entry
+from .charges import open_ledger
 from .errors import DataError, PrivBayesError
 from .models.logistic import GLM_METHODS, BayesianLogisticRegression
 from .models.multinomial import MULTINOMIAL_METHODS, MultinomialLogisticRegression
 from .preprocessing import clip_rows
-from .release import _open_ledger, sample
+from .release import sample
 from .validation import check_bool
 
 
@@ -213,7 +214,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         """(X, y) as Dask arrays (X float (n, d), y (n,)), with classes_ and
         n_features_in_ set from public inputs only."""
         from .data import is_dask
-        from .sampling.passes import _dask_array
+        from .glm.passes import _dask_array
 
         if not (is_dask(X) and is_dask(y)):
             raise TypeError(
@@ -317,7 +318,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             labels = _codes(y, classes)  # 0/1 for two classes
             if clip:
                 X = clip_rows(X, model.feature_bound)
-        ledger, close = _open_ledger(self.ledger)
+        ledger, close = open_ledger(self.ledger)
         try:
             lam = 2.0 if self.lam is None and self.delta is None else self.lam
             release = sample(

@@ -20,7 +20,7 @@ from privbayes.accounting import (
     subsampled_gaussian_rdp,
 )
 from privbayes.accounting.relations import ADD_REMOVE, REPLACE_ONE, relation_of
-from privbayes.release import _Charge
+from privbayes.charges import Charge
 
 FLIPS = np.array([0, 1, 1, 0, 1, 1])
 SGD = functools.partial(subsampled_gaussian_rdp, q=0.01, sigma=1.1)
@@ -43,7 +43,7 @@ def test_every_privbayes_release_is_replace_one(rel):
     for thing in (
         rel,
         rel.calibration,  # a Calibration (no attribute: recognised by type)
-        _Charge(rel.calibration, 3, 0.0),
+        Charge(rel.calibration, 3, 0.0),
         post,
         post.calibration,
         query,

@@ -70,7 +70,7 @@ def test_exact_internals_agree_with_numpy(client):
     (rows, _), n2 = model._statistics(_dask(x, y))
     assert n == n2 == N and rows.shape == xa.shape
     r, p = 0.7, N * BETA
-    mem, dsk = exact._Problem(xa, ya, r, p), exact._DaskProblem(rows, r, p)
+    mem, dsk = exact.Problem(xa, ya, r, p), exact.DaskProblem(rows, r, p)
     w = np.random.default_rng(1).normal(size=D + 1)
     z, g1, h1 = mem.grad_hess(w)
     zd, g2, h2 = dsk.grad_hess(w)
@@ -126,7 +126,7 @@ def test_langevin_and_imh_releases_match(client):
     got = pb.sample(imh, (xd, yd), 2.0, 4.0, rng=3)
     _close(want.value, got.value, 1e-8)
     # the same internals, against the in-memory kernel
-    from privbayes.models.glm_family import BINARY_LOGISTIC as fam
+    from privbayes.glm.family import BINARY_LOGISTIC as fam
 
     (rows, _), _ = imh._statistics((xd, yd))
     u = x * np.where(y > 0, 1.0, -1.0)[:, None]

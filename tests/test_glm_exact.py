@@ -124,7 +124,7 @@ def test_a_sampler_that_ignores_the_envelope_fails_the_quadrature_check():
     cal = pb.calibrate(model, N_SKEW, 2.0, 50.0, "direct")
     mesh, p = _grid_truth(x, y, cal, model)
     plan = X.exact_plan(N_SKEW, 1, 0.05, 1.0, cal.r, cal.m, method="direct", size=4000)
-    prob = X._Problem(x, np.where(y > 0, 1.0, -1.0), cal.r, N_SKEW * 0.05)
+    prob = X.Problem(x, np.where(y > 0, 1.0, -1.0), cal.r, N_SKEW * 0.05)
     fit = X._fit(prob, plan)
     rng = np.random.default_rng(0)
     rho, _ = plan.envelope.draw(rng, 4000)
@@ -185,7 +185,7 @@ def _bound_check_data():
 def test_envelope_dominates_brute_force_and_is_tight(name, x, y, beta):
     n, d = x.shape
     plan = X.exact_plan(n, d, beta, 1.0)
-    prob = X._Problem(x, y, 1.0, n * beta)
+    prob = X.Problem(x, y, 1.0, n * beta)
     fit = X._fit(prob, plan)
     # log pi(w_hat + L^-T u) - log pi(w_hat), independently computed, on radii x directions
     rho = np.linspace(1e-4, plan.envelope.rho_max if d == 1 else 12.0, 20_000 if d == 1 else 800)
@@ -213,7 +213,7 @@ def test_log_mass_lower_bound_against_quadrature():
     for name, x, y, beta in _bound_check_data():
         n, d = x.shape
         plan = X.exact_plan(n, d, beta, 1.0)
-        prob = X._Problem(x, y, 1.0, n * beta)
+        prob = X.Problem(x, y, 1.0, n * beta)
         fit = X._fit(prob, plan)
         k = 40_001 if d == 1 else 401
         axes = [np.linspace(-14, 14, k)] * d
@@ -308,7 +308,7 @@ def test_a_too_small_envelope_is_caught():
     model = BayesianLogisticRegression(beta=0.02, backend="exact")
     cal = pb.calibrate(model, 200, 2.0, 1.0)
     plan = X.exact_plan(200, 2, 0.02, 1.0, cal.r, cal.m, size=200)
-    prob = X._Problem(x, y, cal.r, 200 * 0.02)
+    prob = X.Problem(x, y, cal.r, 200 * 0.02)
     # mutant 1: the envelope of a Gaussian (kappa = 0: no self-concordance term)
     gauss = E.build_envelope(2, plan.p, 0.0, plan.c_env, plan.tau, plan.eta)
     with pytest.raises(X.EnvelopeViolationError, match="bug"):
@@ -348,7 +348,7 @@ def test_same_seed_same_draws_and_a_fixed_number_of_proposals(monkeypatch):
     """The proposals are a public number in public batches whatever the data; only the
     certified fit's step count (running time) depends on the data."""
     evaluated, in_fit = [], [False]
-    real = X._Problem.loglik_diff
+    real = X.Problem.loglik_diff
     real_fit = X.certified_fit
 
     def counting(self, z0, sp0, vt):
@@ -363,7 +363,7 @@ def test_same_seed_same_draws_and_a_fixed_number_of_proposals(monkeypatch):
         finally:
             in_fit[0] = False
 
-    monkeypatch.setattr(X._Problem, "loglik_diff", counting)
+    monkeypatch.setattr(X.Problem, "loglik_diff", counting)
     monkeypatch.setattr(X, "certified_fit", fitting)
     model = BayesianLogisticRegression(beta=0.01, backend="exact")
     a = pb.sample(model, _toy(300, 3, seed=1), 2.0, 4.0, size=4, rng=5)
@@ -394,7 +394,7 @@ def test_exact_feasibility_is_public_and_refuses_before_the_data(monkeypatch):
     def touched(*a, **k):
         raise AssertionError("the data were touched")
 
-    monkeypatch.setattr(X, "_Problem", touched)
+    monkeypatch.setattr(X, "Problem", touched)
     x = np.random.default_rng(0).normal(size=(300, 60)) / 20
     model = BayesianLogisticRegression(beta=1e-4, backend="exact")
     with pytest.raises(X.ExactInfeasibleError, match="max_proposals"):
@@ -473,7 +473,7 @@ def test_loglik_differences_within_their_bound():
     rng = np.random.default_rng(12)
     w_hat = rng.normal(size=d) * 6
     vt = rng.normal(size=(d, 40)) * rng.uniform(0.01, 3, 40)
-    prob = X._Problem(x, y, 1.0, 1.0)
+    prob = X.Problem(x, y, 1.0, 1.0)
     z0 = X._margins(prob.xy, w_hat)
     got = prob.loglik_diff(z0, prob.base(z0), vt)
     u = (x * y[:, None]).astype(np.longdouble)

@@ -126,7 +126,7 @@ def _iterates(monkeypatch, x, y, beta, start=None):
         return out
 
     monkeypatch.setattr(F, "_step", step)
-    prob = X._Problem(x, np.where(y > 0, 1.0, -1.0), cal.r, n * beta / cal.m)
+    prob = X.Problem(x, np.where(y > 0, 1.0, -1.0), cal.r, n * beta / cal.m)
     if start is not None:
         monkeypatch.setattr(F, "warm_start", lambda *a: np.array(start, dtype=float))
         monkeypatch.setattr(F, "WARM_ROWS", 0)

@@ -20,7 +20,7 @@ from scipy.special import logsumexp, softmax
 
 import privbayes as pb
 from privbayes.errors import InfeasiblePrivacyError
-from privbayes.models.glm_family import MultinomialLogistic
+from privbayes.glm.family import MultinomialLogistic
 
 K = 3
 # orthonormal basis of the plane orthogonal to (1, 1, 1)

@@ -27,8 +27,8 @@ import pytest
 import privbayes as pb
 from privbayes.accounting.default import default_accountant, reset_default_accountant
 from privbayes.errors import UnknownDatasetError
-from privbayes.models.glm_family import BinaryLogistic
-from privbayes.models.logistic import _OPTION_BACKENDS, BACKENDS, CALL_OPTION_BACKENDS
+from privbayes.glm.family import BinaryLogistic
+from privbayes.models.logistic import BACKENDS, CALL_OPTION_BACKENDS, OPTION_BACKENDS
 
 ROOT = Path(__file__).resolve().parents[1]
 N, D = 40, 3
@@ -344,9 +344,9 @@ _VALUES = {
 
 @pytest.mark.parametrize("cls", [pb.BayesianLogisticRegression, pb.MultinomialLogisticRegression])
 def test_every_backend_option_is_refused_by_other_backends(cls):
-    assert set(_VALUES) == set(_OPTION_BACKENDS)
+    assert set(_VALUES) == set(OPTION_BACKENDS)
     extra = {"n_classes": 3} if cls is pb.MultinomialLogisticRegression else {}
-    for name, allowed in _OPTION_BACKENDS.items():
+    for name, allowed in OPTION_BACKENDS.items():
         for backend in BACKENDS:
             kwargs = dict(extra, backend=backend, **{name: _VALUES[name]})
             if backend in allowed:
@@ -471,7 +471,7 @@ def _pymc_step(monkeypatch, d: int, action):
     pytest.importorskip("pymc")
     from privbayes.sampling import pymc_backend
 
-    comp = pymc_backend._compiled(d, 0.9)
+    comp = pymc_backend.compiled(d, 0.9)
     real = comp.step.step
     calls = []
 
@@ -634,7 +634,7 @@ def test_sigint_from_outside_ends_the_cli_with_status_130(tmp_path):
         import sys, time
         from pathlib import Path
         from privbayes.cli import main
-        from privbayes.models.glm_family import BinaryLogistic
+        from privbayes.glm.family import BinaryLogistic
         real = BinaryLogistic.neg_grad_sums
         def slow(self, *args):
             Path({str(marker)!r}).touch()

@@ -29,6 +29,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import optimize
 
+from ..kinds import is_calibration
 from . import curves as _curves
 from . import relations as _relations
 from .curves import _orders
@@ -323,7 +324,7 @@ def _model_content(model):
         return _MODEL_KEYS[model]
     except (KeyError, TypeError):
         pass
-    from ..models._frozen import Frozen
+    from ..frozen import Frozen
 
     if isinstance(model, Frozen) and hasattr(model, "__dict__"):
         key = ("model", _Same(type(model)), _content(vars(model)))
@@ -343,9 +344,7 @@ def _release_part(cal):
     dict, which its curve reads, could be edited in place, so that is copied. Its curve is
     then a fixed function of what was composed. Releases of equal models with equal knobs
     share a key (and one evaluation of the curve)."""
-    from ..calibration import Calibration  # privbayes.calibration, imported on first use
-
-    if type(cal) is not Calibration:
+    if not is_calibration(cal):
         return None
     if cal.sampler is not None:
         cal = dataclasses.replace(cal, sampler=copy.deepcopy(cal.sampler))
@@ -412,7 +411,7 @@ def _as_event(curve):
     if _CURVES.get(getattr(func, "__name__", None)) is func and not args:
         what = func.__name__
     else:
-        from ..models._frozen import Frozen
+        from ..frozen import Frozen
 
         model = getattr(func, "__self__", None)
         if not (

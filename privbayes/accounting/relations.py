@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 
 from ..errors import NeighbourRelationError
+from ..kinds import is_calibration
 
 __all__ = ["ADD_REMOVE", "RELATIONS", "REPLACE_ONE", "check_relation", "merge", "relation_of"]
 
@@ -47,9 +48,7 @@ def relation_of(curve) -> str | None:
     rel = getattr(curve, "relation", None)
     if rel is not None and not callable(rel):
         return check_relation(rel, "a curve's relation")
-    from ..calibration import Calibration  # privbayes.calibration, imported on first use
-
-    if type(curve) is Calibration or type(getattr(curve, "calibration", None)) is Calibration:
+    if is_calibration(curve) or is_calibration(getattr(curve, "calibration", None)):
         return REPLACE_ONE  # a privbayes release, charge or calibration
     if isinstance(curve, functools.partial):
         func = curve.func
@@ -58,7 +57,7 @@ def relation_of(curve) -> str | None:
         name = getattr(func, "__name__", None)
         if name in _CURVE_RELATIONS and getattr(curves, name, None) is func:
             return _CURVE_RELATIONS[name]
-        from ..models._frozen import Frozen
+        from ..frozen import Frozen
 
         if isinstance(getattr(func, "__self__", None), Frozen):
             return REPLACE_ONE  # partial(model.rdp, n, ...): a privbayes mechanism

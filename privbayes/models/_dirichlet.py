@@ -32,9 +32,9 @@ from ..calibration import Calibration, certify_down, solve_knob
 from ..certified import second_difference_bounds, second_difference_upper
 from ..divergence import _second_difference, _second_difference_1
 from ..errors import InfeasiblePrivacyError
+from ..frozen import Frozen
 from ..sampling.conjugate import sample_dirichlet_log
 from ..validation import check_n, check_unit_knob
-from ._frozen import Frozen
 
 _SCALAR_MAX_K = 4  # up to this many categories the scalar path is faster
 _SLOPE = {"diffused": 2.0, "concentrated": 1.0}

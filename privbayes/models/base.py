@@ -40,7 +40,7 @@ from scipy import optimize
 from .. import mechanisms
 from ..calibration import Calibration, solve_knob, step_down
 from ..errors import InfeasiblePrivacyError
-from ._frozen import Frozen
+from ..frozen import Frozen
 
 __all__ = [
     "Model",

@@ -24,7 +24,7 @@ import numpy as np
 from ..certified import second_difference_bounds, second_difference_upper
 from ..data import statistics
 from ..divergence import _second_difference_1
-from ..sampling.conjugate import _log_gamma_variates
+from ..sampling.conjugate import log_gamma_variates
 from ..validation import (
     MAX_N,
     check_bool,
@@ -306,7 +306,7 @@ class GammaPoisson(OneKnobConjugate):
         shape = self._shape(s, cal.r, cal.m)
         log_rate = self._log_rate(cal.n, cal.r, cal.m)
         k = 1 if size is None else int(size)
-        log_theta = _log_gamma_variates(np.full(k, shape), rng) - log_rate
+        log_theta = log_gamma_variates(np.full(k, shape), rng) - log_rate
         theta = np.exp(log_theta)
         if size is None:
             return float(theta[0]), float(log_theta[0]), None

@@ -33,9 +33,10 @@ from ..accounting.curves import pure_dp_rdp
 from ..calibration import Calibration, certify_down
 from ..certified import pure_dp_rdp_upper, round_down, round_up
 from ..errors import InfeasiblePrivacyError
+from ..frozen import Frozen
+from ..glm.family import BINARY_LOGISTIC
+from ..glm.passes import MAX_FEATURES
 from ..validation import check_n, check_positive, check_unit_knob
-from ._frozen import Frozen
-from .glm_family import BINARY_LOGISTIC
 
 GLM_METHODS = ("direct", "diffused", "concentrated", "ops")
 # What each back-end's certificate covers (README, "Which guarantee a release carries"):
@@ -55,7 +56,7 @@ BACKEND_DEFAULTS = {
 # exact options configure its exact candidate and the Langevin options its Langevin
 # candidate, both enter the choice (e.g. max_proposals decides whether exact can run), and
 # the chosen back-end uses its own. The MCMC options are refused with "auto".
-_OPTION_BACKENDS = {
+OPTION_BACKENDS = {
     "tune": ("imh", "pymc"),
     "draws": ("imh", "pymc"),
     "chains": ("imh", "pymc"),
@@ -73,7 +74,6 @@ CALL_OPTION_BACKENDS = {"progressbar": ("pymc",), "on_bad_diagnostics": ("imh", 
 MAX_DELTA_F = 1e-3  # the exact back-end's failure probability is added to delta: keep it small
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
-MAX_FEATURES = 2**24  # d the certificates cover (the OPS ball's float norm test)
 PREC_MAX = 1e200  # largest prior precision n beta / m the samplers are trusted with
 _U = Fraction(1, 2**53)
 
@@ -316,10 +316,10 @@ class BayesianLogisticRegression(Frozen):
             "step_scale": step_scale, "max_steps": max_steps,
         }  # fmt: skip
         for name, value in given.items():
-            if value is not None and backend not in _OPTION_BACKENDS[name]:
+            if value is not None and backend not in OPTION_BACKENDS[name]:
                 raise ValueError(
                     f"{name} does not apply to backend={backend!r}: it is an option of "
-                    f"backend {' or '.join(map(repr, _OPTION_BACKENDS[name]))} only"
+                    f"backend {' or '.join(map(repr, OPTION_BACKENDS[name]))} only"
                 )
         self._options = {k: v for k, v in given.items() if v is not None}  # for with_backend
         mcmc = backend in BACKEND_DEFAULTS
@@ -449,7 +449,7 @@ class BayesianLogisticRegression(Frozen):
 
     def _rebuild(self, backend: str, beta):
         """The same bounds and options with ``backend`` and ``beta`` (a number or "auto")."""
-        keep = {k: v for k, v in self._options.items() if backend in _OPTION_BACKENDS[k]}
+        keep = {k: v for k, v in self._options.items() if backend in OPTION_BACKENDS[k]}
         model = type(self)(
             beta=beta,
             c=self.c,
@@ -583,19 +583,19 @@ class BayesianLogisticRegression(Frozen):
 
         if is_dask(data[0]) or is_dask(data[1]):
             # validated inside the engine, then persisted there for the back-end's passes
-            # (privbayes.sampling.passes; docs/data.md §7); nothing is gathered
+            # (privbayes.glm.passes; docs/data.md §7); nothing is gathered
             if self.backend == "pymc":
                 raise TypeError(
                     "backend='pymc' needs X in memory; with Dask inputs use backend='exact', "
                     "'langevin' or 'imh' (their passes over X run in the engine: "
                     "docs/data.md §7), or call .compute() if the data fit"
                 )
-            from ..sampling.passes import dask_rows
+            from ..glm.passes import dask_rows
 
             rows, n = dask_rows(self, data[0], data[1])
             return (rows, None), n
         from ..data import as_array
-        from ..sampling.passes import check_arrays
+        from ..glm.passes import check_arrays
 
         x = as_array(data[0], "X")
         y = as_array(data[1], "y")

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import mechanisms
 from ..calibration import Calibration
-from .glm_family import MultinomialLogistic
+from ..glm.family import MultinomialLogistic
 from .logistic import BayesianLogisticRegression
 
 MULTINOMIAL_METHODS = ("direct", "diffused", "concentrated", "ops")
@@ -160,7 +160,8 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         P = d K <= 2^24 K. Exact rationals: sqrt(2) and log(K - 1) by upper bounds;
         rounded up."""
         from ..certified import round_up
-        from .logistic import _U, MAX_FEATURES, _norm_error
+        from ..glm.passes import MAX_FEATURES
+        from .logistic import _U, _norm_error
 
         # the float norm test in up to 2^24 K dims, and (exact back-end) the rounding of
         # W = Theta Q^T + m 1^T / sqrt(K) (gamma_K || |Q| ||_2 ||Theta|| <= K^1.5 u ||Theta||,

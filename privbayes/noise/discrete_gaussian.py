@@ -25,7 +25,7 @@ import numpy as np
 
 from ..certified import round_down, round_up
 from ..errors import InfeasiblePrivacyError
-from ..models._frozen import Frozen
+from ..frozen import Frozen
 
 __all__ = [
     "DiscreteGaussianMechanism",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import types
 
+from ._statistics import Spec, spec_of
 from .planning import Plan, plan
 from .release import NOISE_AWARE, PrivatePosterior, calibrate_noise, family_of, posterior
 
@@ -23,10 +24,12 @@ __all__ = [
     "NOISE_AWARE",
     "Plan",
     "PrivatePosterior",
+    "Spec",
     "calibrate_noise",
     "family_of",
     "plan",
     "posterior",
+    "spec_of",
 ]
 
 

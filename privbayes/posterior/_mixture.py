@@ -231,10 +231,10 @@ class GammaMixture:
 
     def log_draws(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """log theta of ``size`` draws: shape (size,)."""
-        from ..sampling.conjugate import _log_gamma_variates
+        from ..sampling.conjugate import log_gamma_variates
 
         idx = _choose(self.w, size, rng)
-        return _log_gamma_variates(self.A[idx], rng) - math.log(self.rate)
+        return log_gamma_variates(self.A[idx], rng) - math.log(self.rate)
 
     def mean(self) -> float:
         return float(np.dot(self.w, self.A)) / self.rate

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..data import EXACT_SUM_BITS, exact_sum, statistics
-from ..models._frozen import Frozen
+from ..frozen import Frozen
 
 GRID_BITS = 8  # fixed-point sums are floored to multiples of 2^-8 (docs/numerics.md §7)
 GRID = 1 << GRID_BITS

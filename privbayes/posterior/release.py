@@ -18,12 +18,24 @@ import numpy as np
 from ..accounting.relations import REPLACE_ONE
 from ..calibration import Calibration
 from ..certified import round_up
+from ..charges import (
+    Charge,
+    check_dataset,
+    check_ledger,
+    check_model,
+    check_release_target,
+    check_size,
+    interrupted_message,
+    open_ledger,
+)
 from ..errors import InfeasiblePrivacyError, ReleaseInterrupted
 from ..noise.discrete_gaussian import (
     DiscreteGaussianMechanism,
     calibrate_sigma2,
     sample_discrete_gaussian,
 )
+from ..private_sample import PrivateSample
+from ..seeds import note_seed
 from ..validation import resolve_rng
 from ._statistics import Spec, spec_of
 
@@ -155,6 +167,14 @@ class PrivatePosterior:
     @property
     def truncation(self) -> float:
         return float(self._family.truncation)
+
+    @property
+    def components(self) -> int | None:
+        """Number of components of the posterior's law when it is a finite mixture
+        (Beta-Bernoulli, Gamma-Poisson: one per latent statistic in the window, a function
+        of the released statistic and the public noise), None otherwise."""
+        support = getattr(self._family, "support", None)
+        return None if support is None else int(np.size(support))
 
     @property
     def diagnostics(self) -> dict | None:
@@ -312,18 +332,17 @@ def _noise_release(
 ):
     """Calibrate, charge, draw the noise, build the posterior (privbayes.release's order)."""
     from ..accounting.default import default_accountant
-    from ..release import _Charge, _interrupted, _note_seed
 
     generator = resolve_rng(rng)  # a bad rng is refused before anything is charged
     orders = None if ledger is None else ledger.orders
     cal = _noise_calibration(model, spec, n, lam, eps, delta, orders)
     label = None if delta is None else f"(eps={eps:g}, delta={delta:g})"
-    charge = _Charge(cal, None, 0.0, label)
+    charge = Charge(cal, None, 0.0, label)
     charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made
         charge_id = ledger.charge(dataset, charge, note=note)
     default_accountant().compose(charge)
-    _note_seed(rng, generator)  # right before the draw: a refused call used no noise
+    note_seed(rng, generator)  # right before the draw: a refused call used no noise
     sigma2 = cal.model.sigma2
     try:
         if spec.dim == 1:
@@ -333,7 +352,7 @@ def _noise_release(
             noisy = np.asarray(stat, dtype=np.int64) + noise
             noisy.setflags(write=False)
     except KeyboardInterrupt:
-        message = _interrupted(model, ledger, dataset, charge_id, "")
+        message = interrupted_message(model, ledger, dataset, charge_id, "")
         raise ReleaseInterrupted(message) from None
     if spec.kind == "dirichlet":
         options = {"rng": generator, **options}
@@ -341,11 +360,10 @@ def _noise_release(
 
 
 def _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta=None):
-    from ..release import _check_ledger, _check_model, _check_target
 
-    _check_model(model)
+    check_model(model)
     spec = spec_of(model)  # a model without a noise-aware posterior: TypeError, nothing read
-    lam, eps, delta = _check_target(lam, eps, delta)
+    lam, eps, delta = check_release_target(lam, eps, delta)
     if on_bad_diagnostics not in ("raise", "warn"):
         raise ValueError(
             f"on_bad_diagnostics must be 'raise' or 'warn'; got {on_bad_diagnostics!r}"
@@ -356,7 +374,7 @@ def _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta
             "noise-aware posterior is exact, with no MCMC diagnostics (DirichletCategorical's "
             "Gibbs sampler has them)"
         )
-    _check_ledger(ledger, dataset)
+    check_ledger(ledger, dataset)
     return spec, lam, eps, delta
 
 
@@ -428,17 +446,16 @@ def _checked_release(
     """The path both entry points share: every public check (``size`` too, when given)
     before the data are read, then the statistic, then one charged release. Returns
     (PrivatePosterior, the Generator the noise came from)."""
-    from ..release import _check_dataset, _check_size, _open_ledger
 
     spec, lam, eps, delta = _prepare(
         model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta
     )
     if size is not None:
-        _check_size(size, model)
+        check_size(size, model)
     options = {} if spec.kind != "dirichlet" else {"on_bad_diagnostics": on_bad_diagnostics}
-    ledger, close = _open_ledger(ledger)
+    ledger, close = open_ledger(ledger)
     try:
-        _check_dataset(ledger, dataset)
+        check_dataset(ledger, dataset)
         stat, n = spec.statistic(data, column=column)
         return _noise_release(
             model, spec, stat, n, lam, eps, rng, ledger=ledger, dataset=dataset, note=note,
@@ -467,7 +484,6 @@ def noise_aware_sample(
     """``sample(..., method="noise-aware")``: one release, then ``size`` posterior draws
     (a :class:`privbayes.PrivateSample` whose curve is the one release's, whatever
     ``size``)."""
-    from ..release import PrivateSample
 
     post, generator = _checked_release(
         model, data, lam, eps, delta, rng, ledger, dataset, note, column, on_bad_diagnostics,

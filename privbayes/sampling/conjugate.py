@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _log_gamma_variates(shape_params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def log_gamma_variates(shape_params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     a = np.asarray(shape_params, dtype=float)
     small = a < 1.0
     boost = np.where(small, a + 1.0, a)
@@ -35,7 +35,7 @@ def sample_dirichlet_log(params, rng: np.random.Generator, size: int | None = No
     """
     params = np.asarray(params, dtype=float)
     shape = params.shape if size is None else (int(size),) + params.shape
-    log_g = _log_gamma_variates(np.broadcast_to(params, shape), rng)
+    log_g = log_gamma_variates(np.broadcast_to(params, shape), rng)
     # Normalise about the largest variate: its log-probability is -log1p(sum of the
     # others' ratios), which keeps values like -1e-22 that a plain log-sum-exp rounds to 0.
     top = log_g.argmax(axis=-1)[..., None]

@@ -47,6 +47,7 @@ from scipy import linalg, special
 from scipy.linalg import blas
 
 from ..errors import InfeasiblePrivacyError, PrivBayesError, SamplingError
+from ..glm.passes import is_rows
 from . import bernoulli
 from . import envelope as env_mod
 from .envelope import U, gamma
@@ -58,10 +59,11 @@ from .exact_fit import (  # WARM_ITERATIONS: for auto's public cost model (model
     fit_bounds,
 )
 from .imh import _threads
-from .passes import is_rows
 
 __all__ = [
     "DELTA_F",
+    "DaskProblem",
+    "Problem",
     "MAX_PROPOSALS",
     "EnvelopeViolationError",
     "ExactInfeasibleError",
@@ -69,6 +71,7 @@ __all__ = [
     "ExactPlan",
     "ExactSamplingError",
     "exact_feasibility",
+    "clear_plan_cache",
     "exact_plan",
     "release_draw",
 ]
@@ -126,7 +129,7 @@ def check_family(family) -> int:
     (docs/exact.md) and K-class softmax regression (docs/multinomial.md §6). Returns the
     ``classes`` argument of :func:`exact_plan` for the family (0: binary; K: softmax);
     any other GLM family is refused, from public inputs, with ExactInfeasibleError."""
-    from ..models.glm_family import BINARY_LOGISTIC, MultinomialLogistic
+    from ..glm.family import BINARY_LOGISTIC, MultinomialLogistic
 
     if family is None or family is BINARY_LOGISTIC:
         return 0
@@ -303,6 +306,11 @@ def exact_plan(
     else:
         radius = None
     return _plan(n, d, beta, c, r, m, radius, size, delta_f, max_proposals, int(classes))
+
+
+def clear_plan_cache() -> None:
+    """Forget the cached plans of :func:`exact_plan` (benchmarks time a cold first plan)."""
+    _plan.cache_clear()
 
 
 @functools.lru_cache(maxsize=128)
@@ -741,13 +749,13 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _softplus(z: np.ndarray) -> np.ndarray:
     """log(1 + exp(-z)) elementwise, without overflow; overwrites z (the binary family's
-    kernel, privbayes.models.glm_family.softplus)."""
-    from ..models.glm_family import softplus
+    kernel, privbayes.glm.family.softplus)."""
+    from ..glm.family import softplus
 
     return softplus(z)
 
 
-class _Problem:
+class Problem:
     """The data (x_i y_i rows), r and p; passes over X in row blocks spread over threads."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, r: float, p: float):
@@ -766,12 +774,12 @@ class _Problem:
         """loglik_diff for each batch of proposals in ``vts`` (one pass each in memory)."""
         return [self.loglik_diff(z0, sp0, vt) for vt in vts]
 
-    def subsample(self, rows: int) -> _Problem:
+    def subsample(self, rows: int) -> Problem:
         """The problem on ``rows`` evenly spread rows, likelihood weighted by n / rows (self
         when n <= rows). The rows chosen depend on n only."""
         if self.n <= rows:
             return self
-        sub = object.__new__(_Problem)
+        sub = object.__new__(Problem)
         sub.xy = np.ascontiguousarray(self.xy[(np.arange(rows) * self.n) // rows])
         sub.n, sub.d = sub.xy.shape
         sub.r, sub.p, sub.threads = self.r * self.n / rows, self.p, self.threads
@@ -863,9 +871,9 @@ class _Problem:
         return exact_rounded_sum(total)
 
 
-def _rows_problem(u: np.ndarray, r: float) -> _Problem:
-    """A one-thread _Problem on prepared rows u (a chunk on a Dask worker)."""
-    prob = object.__new__(_Problem)
+def _rows_problem(u: np.ndarray, r: float) -> Problem:
+    """A one-thread Problem on prepared rows u (a chunk on a Dask worker)."""
+    prob = object.__new__(Problem)
     prob.xy = u
     prob.n, prob.d = u.shape
     prob.r, prob.p, prob.threads = float(r), 0.0, 1
@@ -873,7 +881,7 @@ def _rows_problem(u: np.ndarray, r: float) -> _Problem:
 
 
 def _gh_chunk(u: np.ndarray, w: np.ndarray, r: float):
-    """A chunk's part of _Problem.grad_hess: (per-coordinate exact sums of its FIT_ROWS
+    """A chunk's part of Problem.grad_hess: (per-coordinate exact sums of its FIT_ROWS
     block gradients (privbayes.data.exact_sum), its block Hessians summed in order). The
     chunk starts on a multiple of FIT_ROWS, so its blocks are the in-memory path's."""
     from ..data import exact_sum
@@ -893,7 +901,7 @@ def _gh_chunk(u: np.ndarray, w: np.ndarray, r: float):
 
 
 def _margins(u: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The margins u w in FIT_ROWS blocks, as _Problem.grad_hess computes them."""
+    """The margins u w in FIT_ROWS blocks, as Problem.grad_hess computes them."""
     return np.concatenate([_product(u[s : s + FIT_ROWS], w) for s in range(0, len(u), FIT_ROWS)])
 
 
@@ -905,8 +913,8 @@ def _loglik_chunk(u: np.ndarray, w_hat: np.ndarray, vts: list) -> tuple:
     return tuple(prob.loglik_diff(z0, sp0, vt) for vt in vts)
 
 
-class _DaskProblem:
-    """The _Problem interface on rows held in a Dask engine (privbayes.sampling.passes).
+class DaskProblem:
+    """The Problem interface on rows held in a Dask engine (privbayes.glm.passes).
 
     Every method is one pass: one graph, the chunk kernel on each chunk, an ordered sum in
     the engine. The margins never leave the workers: a "margins" value here is the point w
@@ -920,10 +928,10 @@ class _DaskProblem:
         self.n, self.d = rows.shape
         self.r, self.p = float(r), float(p)
 
-    def subsample(self, rows: int) -> _DaskProblem:
+    def subsample(self, rows: int) -> DaskProblem:
         if self.n <= rows:
             return self
-        return _DaskProblem(self.rows.subsample(rows), self.r * self.n / rows, self.p)
+        return DaskProblem(self.rows.subsample(rows), self.r * self.n / rows, self.p)
 
     def grad_hess(self, w: np.ndarray):
         from ..data import fraction_to_float
@@ -957,7 +965,7 @@ def _directions(rng: np.random.Generator, count: int, d: int) -> np.ndarray:
     return z / norm[:, None]
 
 
-def run(prob: _Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: float = 0.0):
+def run(prob: Problem, plan: ExactPlan, rng: np.random.Generator, *, _shift: float = 0.0):
     """All N proposals of one release: (accepted values in order (a, d), public dict,
     private stats). ``_shift`` lowers the envelope (tests only: the mutant)."""
     t0 = time.perf_counter()
@@ -1082,9 +1090,9 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
         else:
             prob = SoftmaxProblem(x, y, classes, cal.r, n * model.beta / cal.m)
     elif is_rows(x):  # rows held in a Dask engine: the same passes, run there
-        prob = _DaskProblem(x, cal.r, n * model.beta / cal.m)
+        prob = DaskProblem(x, cal.r, n * model.beta / cal.m)
     else:
-        prob = _Problem(x, y, cal.r, n * model.beta / cal.m)
+        prob = Problem(x, y, cal.r, n * model.beta / cal.m)
     kept, public, stats = run(prob, plan, rng)
     if len(kept) < k:
         raise ExactSamplingError(

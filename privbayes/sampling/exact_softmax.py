@@ -271,7 +271,7 @@ class _Weights:
 
 
 class SoftmaxProblem(_Weights):
-    """The exact back-end's data interface (as privbayes.sampling.exact._Problem) for the
+    """The exact back-end's data interface (as privbayes.sampling.exact.Problem) for the
     K-class softmax family, in the shift-free coordinates Theta: ``d`` is the sampled
     dimension d (K - 1); every pass forms the weights Theta Q^T first."""
 
@@ -435,7 +435,7 @@ def _loglik_chunk(block, d, k, w_hat, vts):
 
 
 class DaskSoftmaxProblem(_Weights):
-    """SoftmaxProblem's interface on rows held in a Dask engine (privbayes.sampling.passes):
+    """SoftmaxProblem's interface on rows held in a Dask engine (privbayes.glm.passes):
     every method is one pass (one graph, the chunk kernel on each chunk, an ordered sum in
     the engine); scores never leave the workers (a "scores" value here is the point w they
     are taken at, recomputed blockwise by the chunk kernels: the same floats). The chunks

@@ -1,6 +1,6 @@
 """Mode-fitted independence Metropolis–Hastings (IMH) for the logistic-regression posteriors.
 
-(Generic over the GLM family, privbayes.models.glm_family: softmax regression uses its loss
+(Generic over the GLM family, privbayes.glm.family: softmax regression uses its loss
 and block Hessian, docs/multinomial.md §4; written below for the binary loss.)
 
 Target (docs/glm.md): log pi(w) = -r sum_i log(1 + exp(-y_i x_i.w)) - (prec / 2) ||w||^2,
@@ -35,9 +35,9 @@ import numpy as np
 from scipy import linalg, special
 
 from ..errors import ConvergenceError, SamplingError
-from ..models.glm_family import BINARY_LOGISTIC, softplus_sum
+from ..glm.family import BINARY_LOGISTIC
+from ..glm.passes import is_rows
 from . import diagnostics
-from .passes import is_rows
 
 NU = 5.0  # t component's degrees of freedom: heavy tails, so the weights stay bounded
 T_WEIGHT = 0.1  # its mixture weight
@@ -69,21 +69,18 @@ def _threads() -> int:
         return max(1, min(os.cpu_count() or 1, 8))
 
 
-_softplus_sum = softplus_sum  # the binary family's kernel (kept under its old name)
-
-
 class Target:
     """The tempered (and for OPS truncated) posterior; log density up to a constant.
 
     x : (n, d) features, y : (n,) labels (binary: {-1, +1}), r : likelihood weight (OPS:
     t), prec : prior precision n beta / m, family : the GLM family (default binary
-    logistic; privbayes.models.glm_family). The parameter has P = d * family.outputs
+    logistic; privbayes.glm.family). The parameter has P = d * family.outputs
     entries. (OPS's ball is applied by rejection, outside.)
     """
 
     def __init__(self, x: np.ndarray, y: np.ndarray, r: float, prec: float, family=None):
         self.family = BINARY_LOGISTIC if family is None else family
-        # rows held in a Dask engine (privbayes.sampling.passes) arrive prepared
+        # rows held in a Dask engine (privbayes.glm.passes) arrive prepared
         self.data = x if is_rows(x) else self.family.prepare(x, y)
         if self.family is BINARY_LOGISTIC:
             self.xy = self.data

@@ -1,6 +1,6 @@
 """Certified noisy gradient descent (unadjusted Langevin) for Gaussian-prior GLMs.
 
-Written below for binary logistic regression; any GLM family (privbayes.models.glm_family)
+Written below for binary logistic regression; any GLM family (privbayes.glm.family)
 runs the same way with its own loss gradient, its sensitivity G (s = eta r G) and its
 curvature bound k (L = r n c^2 k + prec): softmax regression in docs/multinomial.md §4.
 
@@ -43,10 +43,10 @@ import numpy as np
 from .. import mechanisms
 from ..calibration import Calibration, solve_knob, step_down
 from ..errors import InfeasiblePrivacyError, StepCapWarning
-from ..models.glm_family import BINARY_LOGISTIC, sigmoid_neg
+from ..glm.family import BINARY_LOGISTIC
+from ..glm.passes import is_rows
 from ..validation import user_stacklevel
 from .imh import _threads
-from .passes import is_rows
 
 ALGORITHM = "langevin"
 TAU = 1e-2  # K: the smallest number of steps with kappa^K <= TAU (start forgotten to 1%)
@@ -269,7 +269,6 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
 
 
 # -- the sampler ----------------------------------------------------------------------------
-_sigmoid_neg = sigmoid_neg  # the binary family's kernels (kept under their old names)
 
 
 def _grad_sum(z: np.ndarray, w: np.ndarray, pool, threads: int) -> np.ndarray:

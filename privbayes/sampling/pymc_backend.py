@@ -108,7 +108,7 @@ class _Compiled:
     lock: threading.Lock  # one data set at a time: set_data + sample must not interleave
 
 
-def _compiled(d: int, target_accept: float, classes: int = 0) -> _Compiled:
+def compiled(d: int, target_accept: float, classes: int = 0) -> _Compiled:
     key = (d, target_accept) if classes == 0 else (d, target_accept, classes)
     with _CACHE_LOCK:
         if key not in _CACHE:
@@ -162,7 +162,7 @@ def posterior_draws(
     n, d = x.shape
     family = getattr(model, "family", None)
     classes = 0 if family is None or family.name == "binary logistic" else family.outputs
-    comp = _compiled(d, model.target_accept, classes)
+    comp = compiled(d, model.target_accept, classes)
     seed = int(rng.integers(2**32))
     _QUIET.active = True  # PyMC's own messages mention divergences etc.
     with comp.lock:
@@ -245,7 +245,7 @@ def release_draw(model, xy, cal, rng, *, progressbar: bool, on_bad: str, size=No
     twice the tuning and draws (R-hat of a converged chain still fluctuates around 1.01
     with few draws), ``model.reruns`` times.
     """
-    from .passes import is_rows
+    from ..glm.passes import is_rows
 
     if is_rows(xy[0]):  # normally refused earlier, in the model's _statistics
         raise TypeError("backend='pymc' needs X in memory; it does not take Dask inputs")

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DaskRows", "GLMRules", "dask_rows", "is_rows"]
+__all__ = ["MAX_FEATURES", "DaskRows", "GLMRules", "dask_rows", "is_rows"]
 
 GROUP = 8  # partials per node of the ordered reduction tree
 FIT_ROWS = 32_768  # privbayes.sampling.exact.FIT_ROWS (the chunks are multiples of it)
 MAX_CHUNK_BLOCKS = 8  # at most 8 * FIT_ROWS = 262,144 rows per chunk
+MAX_FEATURES = 2**24  # d the GLM certificates cover (the OPS ball's float norm test)
 
 
 def is_rows(obj) -> bool:
@@ -361,8 +362,6 @@ def dask_rows(model, x, y) -> tuple[DaskRows, int]:
     if n == 0:
         raise ValueError("X has n = 0 rows: the prior N(0, (n beta)^-1 I) is improper at n = 0")
     d = d0 + (1 if model.fit_intercept else 0)
-    from ..models.logistic import MAX_FEATURES
-
     if d > MAX_FEATURES:
         raise ValueError(f"X has d = {d} features; at most 2**24 are supported")
     classes = getattr(model, "n_classes", None)

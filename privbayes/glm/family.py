@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
-from ..sampling.passes import family_pass, is_rows
+from .passes import family_pass, is_rows
 
 __all__ = ["BINARY_LOGISTIC", "BinaryLogistic", "GLMFamily", "MultinomialLogistic"]
 
