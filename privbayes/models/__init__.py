@@ -7,11 +7,13 @@ from .base import Model
 from .beta_bernoulli import BetaBernoulli, MeanQuery
 from .dirichlet_categorical import DirichletCategorical
 from .gamma_poisson import GammaPoisson
+from .linear import BayesianLinearRegression
 from .logistic import BayesianLogisticRegression, auto_beta
 from .multinomial import MultinomialLogisticRegression
 from .normal import NormalKnownVariance
 
 __all__ = [
+    "BayesianLinearRegression",
     "BayesianLogisticRegression",
     "BetaBernoulli",
     "DirichletCategorical",
