@@ -360,9 +360,7 @@ def linear_statistic(spec: LinearNoiseAwareSpec, data) -> tuple[np.ndarray, int,
         # the fast path: the rules on the whole arrays; the [X | y] pass only to name errors
         finite = bool(np.isfinite(x).all() and np.isfinite(y).all())
         if finite and x.shape[0] == 0:
-            raise ValueError(
-                "X has n = 0 rows: the prior N(0, (n beta)^-1 I) is improper at n = 0"
-            )
+            raise ValueError("X has n = 0 rows: the prior N(0, (n beta)^-1 I) is improper at n = 0")
         if finite:
             bad_y, over = kernel.masks(x, y)
             if not (bad_y.any() or over.any()):
@@ -536,21 +534,22 @@ class LinearPosterior:
 
     def _run(self, rng, size: int):
         w, logq = self._propose(rng, size)
-        lw = np.concatenate(
-            [self.log_density(w[i : i + 4096]) for i in range(0, size, 4096)]
-        ) - logq
+        lw = (
+            np.concatenate([self.log_density(w[i : i + 4096]) for i in range(0, size, 4096)]) - logq
+        )
         lw = lw - np.max(lw)
         wt = np.exp(lw)
         ess = float(wt.sum() ** 2 / np.sum(wt * wt))
         return w, lw, ess
 
     def _fit(self, rng, size: int):
-        for attempt in range(RETRIES + 1):
+        attempt = 0
+        while True:
             w, lw, ess = self._run(rng, size)
             ok = ess >= ESS_MIN
-            if ok:
+            if ok or attempt == RETRIES:
                 break
-            size *= 2
+            attempt, size = attempt + 1, 2 * size
         diag = {
             "sampler": "importance sampling (multivariate t around the Gaussian approximation)",
             "ess": ess,
