@@ -221,7 +221,8 @@ class LinearStatistics:
             return (
                 f"y must lie in [-y_bound, y_bound] = [-{self.spec.y_bound:g}, "
                 f"{self.spec.y_bound:g}]; y[{i}] = {float(value[-1])!r} ({count} row(s) "
-                "outside; choose a public y_bound, or clip y with privbayes.preprocessing)"
+                "outside; choose a public y_bound before seeing the data, or clip y onto it with "
+                "numpy.clip, a public choice)"
             )
         return (
             f"{count} row(s) of X have norm > c = {self.spec.c:g} (first: X[{i}]); scale by "
