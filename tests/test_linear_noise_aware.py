@@ -317,3 +317,23 @@ def test_public_outputs_and_arviz():
     assert idata.posterior["w"].shape == (4, 100, 3)
     assert idata.attrs["privbayes_sensitivity_sq"] >= post.noise["sensitivity_sq"]
     assert "observed_data" not in idata.groups()
+
+
+def test_dask_input_gives_the_same_statistic_and_errors():
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-0.5, 0.5, (5000, 3))
+    y = rng.uniform(-1, 1, 5000)
+    spec = LinearNoiseAwareSpec(0.1, 1.0, 1.0, 0.5, fit_intercept=True)
+    mem, n, d = linear_statistic(spec, (x, y))
+    with dask.config.set(scheduler="synchronous"):
+        lazy, n2, d2 = linear_statistic(
+            spec, (da.from_array(x, chunks=(777, 3)), da.from_array(y, chunks=777))
+        )
+        assert np.array_equal(mem, lazy) and (n, d) == (n2, d2)
+        y[4321] = 1.5
+        with pytest.raises(pb.DataError) as info:
+            linear_statistic(spec, (da.from_array(x, chunks=(777, 3)), da.from_array(y)))
+    assert (info.value.column, info.value.index, info.value.count) == ("y", 4321, 1)
