@@ -214,7 +214,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         """(X, y) as Dask arrays (X float (n, d), y (n,)), with classes_ and
         n_features_in_ set from public inputs only."""
         from .data import is_dask
-        from .glm.passes import _dask_array
+        from .glm.passes import dask_array
 
         if not (is_dask(X) and is_dask(y)):
             raise TypeError(
@@ -223,7 +223,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             )
         if getattr(y, "ndim", 1) == 2 and hasattr(y, "columns") and len(y.columns) == 1:
             y = y[y.columns[0]]
-        xa = _dask_array(X, "X")
+        xa = dask_array(X, "X")
         ya = y.to_dask_array(lengths=True) if hasattr(y, "divisions") else y
         if xa.ndim != 2 or ya.ndim != 1:
             raise ValueError(f"X must be 2-D and y 1-D; got {xa.ndim}-D and {ya.ndim}-D")

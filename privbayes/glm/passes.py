@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_FEATURES", "DaskRows", "GLMRules", "dask_rows", "is_rows"]
+__all__ = ["MAX_FEATURES", "DaskRows", "GLMRules", "dask_array", "dask_rows", "is_rows"]
 
 GROUP = 8  # partials per node of the ordered reduction tree
 FIT_ROWS = 32_768  # privbayes.sampling.exact.FIT_ROWS (the chunks are multiples of it)
@@ -298,7 +298,7 @@ def _named(exc, raw, d0: int, s):
     return DataError(message, column=column, rule=exc.rule, count=count, index=i, value=value)
 
 
-def _dask_array(obj, name: str):
+def dask_array(obj, name: str):
     """A Dask array (or DataFrame/Series) as a float64 Dask array with known row chunks."""
     if hasattr(obj, "divisions"):  # a DataFrame or Series
         for dt in list(obj.dtypes) if obj.ndim == 2 else [obj.dtype]:
@@ -351,7 +351,7 @@ def dask_rows(model, x, y) -> tuple[DaskRows, int]:
         )
     if getattr(y, "ndim", 1) == 2 and hasattr(y, "columns") and len(y.columns) == 1:
         y = y[y.columns[0]]
-    xa, ya = _dask_array(x, "X"), _dask_array(y, "y")
+    xa, ya = dask_array(x, "X"), dask_array(y, "y")
     if xa.ndim != 2:
         raise ValueError(f"X must be 2-D, shape (n, d); got {xa.ndim}-D")
     if xa.shape[1] == 0:
