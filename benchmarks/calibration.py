@@ -2,8 +2,8 @@
 
 The baseline is the paper's procedure (§3: "a binary search over (0, 1]", evaluating the
 boundary pairs at each candidate) with 500 halvings, using the same float sup as
-privbayes's search, so the ratio measures the search. Precision: both knobs must certify
-eps <= target; we print their relative difference.
+privbayes's search (``model.float_sup``), so the ratio measures the search. Precision:
+both knobs must certify eps <= target; we print their relative difference.
 
 "float ms" times the float search alone (what the calibrator did before its certificates
 were proven upper bounds, docs/numerics.md); "privbayes ms" the full certified
@@ -33,7 +33,7 @@ def bisection(model, n, lam, eps, method, steps=500):
     lo, hi = 0.0, 1.0
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        if model._eps_at(n, lam, *knobs(method, mid))[0] <= eps:
+        if model.float_sup(n, lam, *knobs(method, mid)) <= eps:
             lo = mid
         else:
             hi = mid
@@ -45,12 +45,12 @@ def float_search(model, n, lam, eps, method):
     cap = float(np.min(model.alpha)) / (lam - 1.0)
     slope = 2.0 if method == "diffused" else 1.0
     return solve_knob(
-        lambda v: model._eps_at(n, lam, *knobs(method, v))[0],
+        lambda v: model.float_sup(n, lam, *knobs(method, v)),
         eps,
         cap,
         slope,
         KNOB[method],
-        lambda v: model._rel_step(n, method, v),
+        lambda v: model.knob_resolution(n, method, v),
     )
 
 
@@ -93,7 +93,7 @@ def main() -> None:
                 knob = cal.r if method == "diffused" else cal.m
                 diffs.append(abs(knob - knob_b) / knob_b)
                 safe &= cal.eps <= eps
-                safe &= model._eps_at(N, lam, *knobs(method, knob_b))[0] <= eps
+                safe &= model.float_sup(N, lam, *knobs(method, knob_b)) <= eps
         o, b = statistics.median(ours), statistics.median(base)
         print(
             f"{name:<16}{statistics.median(flt) * 1e3:>9.3f}{o * 1e3:>13.3f}"

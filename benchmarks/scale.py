@@ -197,6 +197,7 @@ def child_logistic(kind: str, n: int, workers: int) -> dict:
     import numpy as np
 
     import privbayes as pb
+    from privbayes.glm.passes import check_arrays, dask_rows
     from privbayes.sampling import exact
 
     model = _logistic_model()
@@ -233,12 +234,14 @@ def child_logistic(kind: str, n: int, workers: int) -> dict:
     for i in range(reps):
         pb.sample(model, data, 2.0, 1.0, rng=2 + i)
     out["releases_per_s"] = reps / (time.perf_counter() - t0)
-    (rows, yy), _ = model._statistics(data)
+    # the rows the release uses, validated as it validates them (privbayes.glm.passes)
     if kind == "dask":
+        rows, _ = dask_rows(model, x, y)
         prob = exact.DaskProblem(rows, 1.0, n * model.beta)
         fam_data = rows
     else:
-        prob = exact.Problem(rows, yy, 1.0, n * model.beta)
+        rows = check_arrays(model, x, y)
+        prob = exact.Problem(rows, np.where(y > 0, 1.0, -1.0), 1.0, n * model.beta)
         fam_data = prob.xy
     out.update(_logistic_passes(prob, fam_data, rng))
     out["client_peak_mb"] = _peak_mb()

@@ -167,13 +167,13 @@ def beta_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndar
     """theta ~ Beta(a + r' s, b + r' (n - s)), one draw per entry of ``s``.
 
     (a, b, r') are the library's exact parameters for (alpha/m, beta/m, r)
-    (``model._grid``, docs/numerics.md); a statistical query (``pb.models.MeanQuery``)
-    floors each sum to a multiple of 2^-8 as ``pb.release_query`` does.
+    (``model.posterior_params``, docs/numerics.md §1); a statistical query
+    (``pb.models.MeanQuery``) floors each sum to its ``count_step`` (2^-8) as
+    ``pb.release_query`` does.
     """
-    scale = 2.0**model._count_bits
-    s = np.floor(np.asarray(s, dtype=float) * scale) / scale
-    (a, b), r = model._grid(n, r, m)
-    params = np.stack([a + r * s, b + r * (n - s)], axis=-1)
+    step = model.count_step  # a power of two: the division and product are exact
+    s = np.floor(np.asarray(s, dtype=float) / step) * step
+    params = model.posterior_params(n, np.stack([s, n - s], axis=-1), r, m)
     return simplex_from_log(sample_dirichlet_log(params, rng))[..., 0]
 
 
@@ -183,16 +183,16 @@ def gamma_release(
     """Draws of what ``pb.sample`` releases for Gamma-Poisson, one per sum in ``s``.
 
     Calibrated once (public inputs), then theta ~ Gamma(alpha/m + r S, beta/m + r n) with
-    the model's own shape and rate arithmetic and log-space sampler, as ``model._draw``
-    (tests/test_experiments.py checks they agree draw for draw).
+    the model's own shape and rate arithmetic (``model.posterior_params``) and log-space
+    sampler, as ``pb.sample`` (tests/test_experiments.py checks they agree draw for draw).
     """
     return release(gamma_draws, model, n, lam, eps, method, s, rng)
 
 
 def gamma_draws(model, n: int, s, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
     """theta ~ Gamma(alpha/m + r s, beta/m + r n), one draw per entry of ``s`` (reals ok)."""
-    shape = model.alpha / m + r * np.asarray(s, dtype=float)
-    return np.exp(log_gamma_variates(shape, rng) - model._log_rate(n, r, m))
+    shape, log_rate = model.posterior_params(n, np.asarray(s, dtype=float), r, m)
+    return np.exp(log_gamma_variates(shape, rng) - log_rate)
 
 
 def normal_release(
@@ -200,17 +200,17 @@ def normal_release(
 ) -> tuple[np.ndarray, pb.Calibration]:
     """Draws of what ``pb.sample`` releases for the Normal model, one per centred sum.
 
-    ``s_c`` are the model's statistics (``model._statistics(x)[0]``: correctly rounded
-    sums of x - c); each draw is offset + (w S_c + sd Z), as ``model._draw``.
+    ``s_c`` are the model's statistics (``privbayes.data.statistics(model, x)[0]``:
+    correctly rounded sums of x - c); each draw is offset + (w S_c + sd Z), as
+    ``pb.sample`` (``model.posterior_params``).
     """
     return release(normal_draws, model, n, lam, eps, method, s_c, rng)
 
 
 def normal_draws(model, n: int, s_c, rng, r: float = 1.0, m: float = 1.0) -> np.ndarray:
     """theta ~ N(mean(S_c), 1/tau) of prior^(1/m) likelihood^r, one per entry of ``s_c``."""
-    w, offset, sd = model._constants(n, r, m)
-    s_c = np.asarray(s_c, dtype=float)
-    return offset + (w * s_c + sd * rng.standard_normal(s_c.shape))
+    loc, offset, sd = model.posterior_params(n, np.asarray(s_c, dtype=float), r, m)
+    return offset + (loc + sd * rng.standard_normal(np.shape(loc)))
 
 
 def gaussian_sigma(lam: float, eps: float, sensitivity: float) -> float:

@@ -113,7 +113,7 @@ def parse_args(argv: list[str] | None = None):
     bad = [b for b in args.backends if b not in BACKENDS]
     if bad or not args.backends or len(set(args.backends)) < len(args.backends):
         p.error(f"--backends: distinct names from {list(BACKENDS)}; got {args.backends}")
-    for key in _model_options(args.model_option):
+    for key in model_options(args.model_option):
         if key not in OPTION_BACKENDS:
             p.error(f"--model-option {key}: not a back-end option ({sorted(OPTION_BACKENDS)})")
     if args.trials < 1:
@@ -121,7 +121,7 @@ def parse_args(argv: list[str] | None = None):
     return args
 
 
-def _model_options(items: list[str]) -> dict:
+def model_options(items: list[str]) -> dict:
     out = {}
     for item in items:
         key, _, value = item.partition("=")
@@ -245,7 +245,7 @@ def make_model(args, backend: str) -> pb.BayesianLogisticRegression:
     """The study's model on ``backend``, with the --model-option settings that apply to it
     (the others belong to other back-ends of the run and are left out)."""
     options = {
-        k: v for k, v in _model_options(args.model_option).items() if backend in OPTION_BACKENDS[k]
+        k: v for k, v in model_options(args.model_option).items() if backend in OPTION_BACKENDS[k]
     }
     return pb.BayesianLogisticRegression(args.beta, args.c, backend=backend, **options)
 

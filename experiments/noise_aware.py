@@ -42,6 +42,7 @@ import _common as C  # noqa: E402
 import privbayes as pb  # noqa: E402
 from privbayes import datasets  # noqa: E402
 from privbayes.charges import per_draw_eps  # noqa: E402
+from privbayes.data import statistics  # noqa: E402
 from privbayes.noise import calibrate_sigma2, sample_discrete_gaussian  # noqa: E402
 from privbayes.posterior import (
     family_of,  # noqa: E402
@@ -261,8 +262,8 @@ def _init_adult(data_dir):
 
 def _dirichlet_draws(model, n, counts, rng, r=1.0, m=1.0):
     """Dir(a + r' c) draws for count vectors ``counts`` (..., K) (the library's grid)."""
-    a, rr = model._grid(n, r, m)
-    return simplex_from_log(sample_dirichlet_log(a + rr * np.asarray(counts, float), rng))
+    params = model.posterior_params(n, np.asarray(counts, float), r, m)
+    return simplex_from_log(sample_dirichlet_log(params, rng))
 
 
 def adult_task(index, seed, query, n, eps, trials, ks, gibbs):
@@ -331,7 +332,7 @@ def adult_task(index, seed, query, n, eps, trials, ks, gibbs):
         samples = [rng.choice(pool, n) for _ in range(trials)]
         fixed = spec_of(model)
         t = np.array([fixed.statistic(x)[0] for x in samples])
-        s_c = np.array([model._statistics(x)[0] for x in samples])
+        s_c = np.array([statistics(model, x)[0] for x in samples])
         s2 = calibrate_sigma2(lam, eps, 65536)
         noisy = t + sample_discrete_gaussian(s2, rng, trials)
         found[("non-private", 0)] = _summ(

@@ -28,6 +28,7 @@ import _common as C  # noqa: E402
 import _conjugate as K  # noqa: E402
 
 import privbayes as pb  # noqa: E402
+from privbayes.data import statistics  # noqa: E402
 
 NAME = "normal_mean"
 METHODS = K.METHODS
@@ -68,10 +69,10 @@ def run_task(
     model = _model(prior, noise, bounds)
     lo, hi = bounds
     x = np.clip(rng.normal(mean, noise, size=(trials, n)), lo, hi)
-    s_c = np.array([model._statistics(row)[0] for row in x])  # correctly rounded, centred
+    s_c = np.array([statistics(model, row)[0] for row in x])  # correctly rounded, centred
     s = x.sum(axis=1)
     # the baseline perturbs the plain sum; its posterior draw takes the centred one
-    redraw = lambda noisy: C.normal_draws(model, n, noisy - n * model._centre, rng)
+    redraw = lambda noisy: C.normal_draws(model, n, noisy - n * model.centre, rng)
     clip = (n * lo, n * hi)
     found = K.releases(
         model, n, lam, eps_grid, s_c, rng, C.normal_draws, hi - lo, clip, total=s, baseline=redraw

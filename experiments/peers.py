@@ -218,7 +218,7 @@ def _logistic_task(index, name, trial, args, dpl_python) -> list[dict]:
     )
 
     # privbayes, every back-end and method
-    options = LR._model_options(args.model_option)
+    options = LR.model_options(args.model_option)
     for backend in args.backends:
         guarantee_ = guarantee("diffused", backend)
         # the diagnostics gate exists only for the MCMC back-ends (others refuse it)

@@ -1,5 +1,6 @@
 """The package's import structure: no import circle, the layering the README states, and
-experiments/benchmarks using public names only.
+experiments/benchmarks using public names only (no private module names, and no private
+attribute or method of any object).
 
 Read from the source with ``ast`` (nothing is imported): every ``import`` statement counts,
 top-level or inside a function (a lazy import is still a dependency), and importing
@@ -200,3 +201,97 @@ def test_private_scan_finds_a_planted_use(tmp_path):
 @pytest.mark.parametrize("path", list(_scripts()), ids=lambda p: str(p.relative_to(ROOT)))
 def test_scripts_use_public_module_names(path):
     assert _private_uses(path) == []
+
+
+# External packages whose private names a script may use on purpose: benchmarks/accounting.py
+# times dp_accounting's own RDP function for the subsampled Gaussian (a peer we compare
+# with, not our code). Names bound by importing from these packages are exempt.
+EXTERNAL_PRIVATE_OK = {"dp_accounting"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_attributes(path: Path) -> list[str]:
+    """Private attributes a script reads: ``<expr>._attr``, and ``getattr(<expr>, "_attr")``
+    (also ``hasattr``/``setattr``/``delattr`` with a constant name), on anything but
+    ``self``/``cls`` themselves (a script's own class) and names imported from a package in
+    ``EXTERNAL_PRIVATE_OK``. ``self.model._x`` counts: the object is not the script's own."""
+    tree = ast.parse(path.read_text())
+    exempt = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in EXTERNAL_PRIVATE_OK:
+                    exempt.add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            if (node.module or "").split(".")[0] in EXTERNAL_PRIVATE_OK:
+                exempt.update(a.asname or a.name for a in node.names)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            base, attr = node.value, node.attr
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr", "setattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            base, attr = node.args[0], node.args[1].value
+        else:
+            continue
+        if not _private(attr):
+            continue
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        root = base
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in exempt:
+            continue
+        found.append(f"{ast.unparse(base)}.{attr}")
+    return found
+
+
+def test_attribute_scan_finds_planted_uses(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import numpy as np\nimport _common as C\nimport privbayes as pb\n"
+        "from dp_accounting.rdp import rdp_privacy_accountant as google\n"
+        "import dp_accounting\n"
+        "model = pb.BetaBernoulli()\n"
+        "model._grid(3, 1.0, 1.0)\n"
+        "pb.models.MeanQuery._count_bits\n"
+        "C._helper()\n"
+        "make()._x\n"
+        "getattr(model, '_statistics')\n"
+        "getattr(model, 'rdp')\n"
+        "google._compute_rdp(1)\n"
+        "dp_accounting.rdp._y\n"
+        "model.__class__\n"
+        "model.rdp\n"
+        "class A:\n"
+        "    def f(self):\n"
+        "        return self._mine, self.model._theirs\n"
+        "    @classmethod\n"
+        "    def g(cls):\n"
+        "        return cls._mine\n"
+    )
+    assert sorted(_private_attributes(bad)) == sorted(
+        [
+            "model._grid",
+            "pb.models.MeanQuery._count_bits",
+            "C._helper",
+            "make()._x",
+            "model._statistics",
+            "self.model._theirs",
+        ]
+    )
+
+
+@pytest.mark.parametrize("path", list(_scripts()), ids=lambda p: str(p.relative_to(ROOT)))
+def test_scripts_use_no_private_attributes(path):
+    assert _private_attributes(path) == []

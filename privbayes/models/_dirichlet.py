@@ -122,6 +122,101 @@ class DirichletFamily(Frozen):
             out[fin] = self._certified_sup(n, uniq, r, m)[0][inverse]
         return out.reshape(orders.shape)
 
+    # -- public: what the release samples, and the search's float sup ---------------
+    @property
+    def count_step(self) -> float:
+        """The grid of the counts: every count :func:`privbayes.data.statistics` returns is
+        a multiple of it (1.0 for category counts; 2^-8 for :class:`MeanQuery`'s floored
+        sums, docs/numerics.md §7)."""
+        return math.ldexp(1.0, -self._count_bits)
+
+    def posterior_params(self, n, counts, r: float = 1.0, m: float = 1.0) -> np.ndarray:
+        """The Dirichlet parameters a + r' c the release samples from: Dir(a + r' c).
+
+        Parameters
+        ----------
+        n : int >= 0, the number of records (public; it sets the grid).
+        counts : array_like, shape (..., K): count vectors c in the category order of the
+            model's statistics (:func:`privbayes.data.statistics`; for Beta-Bernoulli
+            (number of ones, number of zeros)). Leading axes are kept: one parameter
+            vector per count vector. Finite and >= 0.
+        r, m : knobs in (0, 1] (e.g. ``cal.r``, ``cal.m`` of :func:`privbayes.calibrate`).
+
+        Returns the float array a + r' c, shape (..., K), with (a, r') the exact-parameter
+        grid at (n, r, m) (docs/numerics.md §1): a ~ alpha/m, r' = r rounded down to the
+        grid (a calibration's r is already on it, so r' = cal.r). It is the computation
+        of the release (``pb.sample``, ``pb.release_query``), so a Dirichlet draw at these
+        parameters with the same generator gives the released value. For counts that are
+        multiples of :attr:`count_step` in [0, n] (the statistics of n records) every
+        entry is exact; other non-negative reals (a noisy count, for post-processing) get
+        the same float arithmetic, rounded.
+
+        Raises ValueError for a wrong shape, negative or non-finite counts, knobs outside
+        (0, 1], or when alpha/m overflows float64 (no release exists there); TypeError
+        for non-numeric input.
+        """
+        n = check_n(n)
+        r = check_unit_knob(r, "r")
+        m = check_unit_knob(m, "m")
+        raw = np.asarray(counts)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"counts must hold numbers; got dtype {raw.dtype}")
+        c = raw.astype(float)
+        if c.ndim == 0 or c.shape[-1] != self.K:
+            raise ValueError(f"counts must have shape (..., K={self.K}); got shape {c.shape}")
+        if not np.isfinite(c).all() or (c < 0).any():
+            raise ValueError("counts must be finite and >= 0")
+        a, rt = self._grid(n, r, m)
+        if a is None:
+            raise ValueError(f"alpha/m overflows float64 at m={m!r}: no release exists there")
+        return a + rt * c  # the arithmetic of _params, which the release uses
+
+    def float_sup(self, n, lam, r: float = 1.0, m: float = 1.0) -> float:
+        """The plain-float sup of D_lam over the boundary pairs: what the knob search
+        evaluates. **Not a certificate** - use :meth:`rdp` for a guarantee.
+
+        Parameters
+        ----------
+        n : int >= 0. lam : a finite order > 1. r, m : knobs in (0, 1].
+
+        Returns a float (nats): the boundary formulas (docs/boundary.md) evaluated in float
+        at the grid's exact parameters (docs/numerics.md §1), as the calibrator's search
+        does before it certifies its final knob (docs/numerics.md §10). Float rounding can
+        put it below ``rdp(n, lam, r, m)``, the proven upper bound; inf where the sup is
+        unbounded (min(a) <= r' (lam - 1)), alpha/m overflows or a term is NaN; 0 when
+        r' = 0 or n = 0.
+        Raises ValueError for lam outside (1, inf) or knobs outside (0, 1].
+        """
+        n = check_n(n)
+        lam = float(lam)
+        if not (1.0 < lam < math.inf):
+            raise ValueError(f"lam must be a finite order > 1; got {lam!r}")
+        r = check_unit_knob(r, "r")
+        m = check_unit_knob(m, "m")
+        if n == 0:
+            return 0.0
+        return float(self._eps_at(n, lam, r, m)[0])
+
+    def knob_resolution(self, n, method: str, knob: float) -> float:
+        """Relative step of the knob on the exact-parameter grid (docs/numerics.md §1).
+
+        Parameters
+        ----------
+        n : int >= 0. method : 'diffused' (the knob is r) or 'concentrated' (the knob is m).
+        knob : the knob's value, in (0, 1].
+
+        Returns a float >= 0: knobs closer than ``knob * resolution`` can give the same
+        sampler parameters, so the sup as a function of the knob is a staircase on that
+        scale (the calibrator's search stops there: ``privbayes.calibration.solve_knob``'s
+        ``rel_step``). 0 when negligible (alpha/m overflows). Raises ValueError for another
+        method or a knob outside (0, 1].
+        """
+        n = check_n(n)
+        if method not in ("diffused", "concentrated"):
+            raise ValueError(f"method must be 'diffused' or 'concentrated'; got {method!r}")
+        knob = check_unit_knob(knob, mechanisms.KNOB[method])
+        return float(self._rel_step(n, method, knob))
+
     # -- exact parameters -----------------------------------------------------------
     def _grid(self, n: int, r: float, m: float) -> tuple[np.ndarray | None, float]:
         """(a, r'): the prior a ~ alpha/m and the weight r' <= r the mechanism really uses.

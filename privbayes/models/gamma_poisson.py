@@ -158,6 +158,42 @@ class GammaPoisson(OneKnobConjugate):
         # beta/m overflowed: the rate is data-independent, any faithful value will do
         return float(np.logaddexp(math.log(self.beta) - math.log(m), math.log(r * n or 1e-300)))
 
+    def posterior_params(self, n, s, r: float = 1.0, m: float = 1.0):
+        """(shape, log_rate) of the Gamma law the release samples: Gamma(shape, e^log_rate).
+
+        Parameters
+        ----------
+        n : int >= 0, the number of records (public). s : the sum S of the counts
+            (:func:`privbayes.data.statistics`), a scalar or an array of any shape; finite
+            and >= 0. r, m : knobs in (0, 1] (e.g. ``cal.r``, ``cal.m`` of
+            :func:`privbayes.calibrate`).
+
+        Returns shape = fl(alpha/m + fl(r S)) (a float, or an array shaped like ``s``) and
+        log_rate = log(beta/m + r n) (a float, finite even where beta/m overflows: the rate
+        does not depend on the data). These are the release's own floats (docs/
+        gamma_poisson.md, "Rounding"): the release is exp(log G - log_rate) with
+        log G ~ log Gamma(shape, 1) (``privbayes.sampling.conjugate.log_gamma_variates``),
+        so the same generator gives the released value. A real S that is not an integer
+        (a noisy sum, for post-processing) gets the same arithmetic.
+
+        Raises ValueError for a negative or non-finite S, knobs outside (0, 1], or a shape
+        that overflows float64 (no release exists there); TypeError for non-numeric input.
+        """
+        n = check_n(n)
+        r = check_unit_knob(r, "r")
+        m = check_unit_knob(m, "m")
+        raw = np.asarray(s)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"s must hold numbers; got dtype {raw.dtype}")
+        sums = raw.astype(float)
+        if not np.isfinite(sums).all() or (sums < 0).any():
+            raise ValueError("s must be finite and >= 0")
+        # the arithmetic of _shape (what _draw uses), elementwise
+        shape = self.alpha / m + r * sums
+        if not np.isfinite(shape).all():
+            raise ValueError(f"alpha/m + r S overflows float64 at m={m!r}: no release exists there")
+        return (float(shape) if shape.ndim == 0 else shape), self._log_rate(n, r, m)
+
     # -- certificate ------------------------------------------------------------------
     def _pairs(self, n: int, r: float, m: float) -> list[tuple[float, float]] | None:
         """(x, h) of the four vertex pairs: Q's shape x and the shift h = p - q.

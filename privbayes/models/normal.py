@@ -163,6 +163,50 @@ class NormalKnownVariance(OneKnobConjugate):
             return None
         return w, offset, sd
 
+    @property
+    def centre(self) -> float:
+        """c = fl(low/2 + high/2): the model's statistic is the correctly rounded sum of the
+        centred records fl(x_i - c) (:func:`privbayes.data.statistics`; docs/normal.md,
+        "Rounding"), so a plain sum S corresponds to the centred sum S - n c."""
+        return self._centre
+
+    def posterior_params(self, n, s_c, r: float = 1.0, m: float = 1.0):
+        """(loc, offset, sd): the release is fl(offset + fl(loc + sd Z)), Z ~ N(0, 1).
+
+        Parameters
+        ----------
+        n : int >= 0, the number of records (public). s_c : the centred sum S_c
+            (:func:`privbayes.data.statistics`, the sum of fl(x_i - :attr:`centre`)), a
+            scalar or an array of any shape; finite. r, m : knobs in (0, 1] (e.g.
+            ``cal.r``, ``cal.m`` of :func:`privbayes.calibrate`).
+
+        Returns loc = fl(w S_c) (a float, or an array shaped like ``s_c``), the only
+        data-dependent parameter, and the public floats offset = c + (mu - c) p0 / tau and
+        sd = tau^(-1/2), tau = 1/(m sigma^2) + r n / noise_sigma^2: the released law is
+        N(offset + loc, sd^2) up to the rounding of the last addition. These are the
+        release's own floats (docs/normal.md, "Rounding"), so
+        ``offset + (loc + sd * rng.standard_normal(...))`` with the same generator gives
+        the released value. A noisy S_c (for post-processing) gets the same arithmetic.
+
+        Raises ValueError for a non-finite S_c, knobs outside (0, 1], or knobs at which a
+        constant overflows (no release exists there); TypeError for non-numeric input.
+        """
+        n = check_n(n)
+        r = check_unit_knob(r, "r")
+        m = check_unit_knob(m, "m")
+        raw = np.asarray(s_c)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"s_c must hold numbers; got dtype {raw.dtype}")
+        sums = raw.astype(float)
+        if not np.isfinite(sums).all():
+            raise ValueError("s_c must be finite")
+        consts = self._constants(n, r, m)
+        if consts is None:
+            raise ValueError(f"the prior's precision or the weights overflow at m={m!r}, r={r!r}")
+        w, offset, sd = consts
+        loc = w * sums  # the arithmetic of _draw, elementwise
+        return (float(loc) if loc.ndim == 0 else loc), offset, sd
+
     # -- certificate ------------------------------------------------------------------
     def _spread(self, n: int) -> float:
         """A >= the largest change of the computed centred sum S_c between neighbours.
