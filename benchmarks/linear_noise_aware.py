@@ -82,7 +82,7 @@ def sbc_cell(n, d, eps, reps, seed, design="random", fit_intercept=False, delta=
             post = pb.posterior(model, (x, y), eps=eps, delta=delta, rng=rng)
         lo, hi = post.interval(0.9)
         cover.append((lo <= w) & (w <= hi))
-        fam = post._family
+        fam = post.law
         nlo, nhi = naive_interval(fam, 0.9)
         cover_naive.append((nlo <= w) & (w <= nhi))
         mu, cov = conjugate_posterior(spec, x, y)

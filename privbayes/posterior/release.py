@@ -173,6 +173,14 @@ class PrivatePosterior:
         return float(self._family.truncation)
 
     @property
+    def law(self):
+        """The model-specific object holding the posterior given the released statistic (a
+        truncated mixture, a closed form, a Gibbs sampler or the linear-regression importance
+        sampler; privbayes.posterior.<model>). A function of the release and public inputs
+        only: reading it is post-processing."""
+        return self._family
+
+    @property
     def components(self) -> int | None:
         """Number of components of the posterior's law when it is a finite mixture
         (Beta-Bernoulli, Gamma-Poisson: one per latent statistic in the window, a function
