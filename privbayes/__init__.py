@@ -34,7 +34,9 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute or None for the module itself)
 _LAZY = {
+    "BayesianLinearRegression": (".models", "BayesianLinearRegression"),
     "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
+    "BayesianPoissonRegression": (".models", "BayesianPoissonRegression"),
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
     "ExactInfeasibleError": (".sampling.exact", "ExactInfeasibleError"),
@@ -67,7 +69,9 @@ _LAZY = {
 }
 
 __all__ = [
+    "BayesianLinearRegression",
     "BayesianLogisticRegression",
+    "BayesianPoissonRegression",
     "BetaBernoulli",
     "BudgetExceededError",
     "Calibration",
@@ -136,7 +140,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
     from .divergence_families import renyi_gamma, renyi_normal
     from .estimators import PrivateLogisticRegression
     from .models import (
+        BayesianLinearRegression,
         BayesianLogisticRegression,
+        BayesianPoissonRegression,
         BetaBernoulli,
         DirichletCategorical,
         GammaPoisson,
