@@ -68,7 +68,10 @@ class LinearGaussian(GLMFamily):
         self.radius = None if radius is None else check_bounded_family(radius, "radius")
 
     def __repr__(self) -> str:
-        return f"LinearGaussian(y_bound={self.y_bound!r}, noise_sd={self.noise_sd!r}, radius={self.radius!r})"
+        return (
+            f"LinearGaussian(y_bound={self.y_bound!r}, noise_sd={self.noise_sd!r}, "
+            f"radius={self.radius!r})"
+        )
 
     # -- constants (exact rationals) ---------------------------------------------------------
     def radius_cert(self) -> Fraction:
