@@ -91,8 +91,9 @@ def test_certificate_bounds_the_exact_divergence_of_truncated_posteriors(family)
                 cert = float(model.rdp(n, lam, r, m, "diffused"))
                 assert exact <= cert * (1 + 1e-9), (family, n, beta, radius, r, m, lam)
                 worst = max(worst, exact / cert)
-    # the comparison has power: the worst pair is a sizeable share of the bound
-    assert worst > 0.05, worst
+    # the comparison has power: the worst pair is a sizeable share of the bound (measured:
+    # 0.19 linear, 0.14 Poisson)
+    assert worst > 0.1, worst
 
 
 def test_linear_exact_certificate_is_the_minimum_with_pure_dp_and_bounds_lam_inf():
@@ -162,8 +163,8 @@ def _toy_linear(n, d, seed):
 
 
 def test_exact_draws_match_the_posterior_in_one_dimension():
-    """4,000 exact releases (size=4000, method="direct": r = m = 1) against the truncated posterior's CDF by quadrature
-    (KS); the same draws against the posterior at 2 r are rejected (the test's power)."""
+    """4,000 exact releases (size=4000, method="direct": r = m = 1) against the truncated
+    posterior's CDF by quadrature (KS); the same draws against the posterior at 2 r are rejected (the test's power)."""
     x, y = _toy_linear(30, 1, 0)
     model = pb.BayesianLinearRegression(
         beta=0.05, c=1.0, y_bound=1.0, noise_sd=0.7, backend="exact"
