@@ -164,7 +164,8 @@ def _toy_linear(n, d, seed):
 
 def test_exact_draws_match_the_posterior_in_one_dimension():
     """4,000 exact releases (size=4000, method="direct": r = m = 1) against the truncated
-    posterior's CDF by quadrature (KS); the same draws against the posterior at 2 r are rejected (the test's power)."""
+    posterior's CDF by quadrature (KS); the same draws against the posterior at 2 r are
+    rejected (the test's power)."""
     x, y = _toy_linear(30, 1, 0)
     model = pb.BayesianLinearRegression(
         beta=0.05, c=1.0, y_bound=1.0, noise_sd=0.7, backend="exact"
