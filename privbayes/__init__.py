@@ -48,6 +48,7 @@ _LAZY = {
     "calibrate": (".calibration", "calibrate"),
     "Ledger": (".accounting.ledger", "Ledger"),
     "RdpAccountant": (".accounting", "RdpAccountant"),
+    "PrivateLinearRegression": (".estimators_linear", "PrivateLinearRegression"),
     "PrivateLogisticRegression": (".estimators", "PrivateLogisticRegression"),
     "PrivatePosterior": (".posterior.release", "PrivatePosterior"),
     "PrivateSample": (".release", "PrivateSample"),
@@ -88,6 +89,7 @@ __all__ = [
     "NeighbourRelationError",
     "NormalKnownVariance",
     "PrivBayesError",
+    "PrivateLinearRegression",
     "PrivateLogisticRegression",
     "PrivatePosterior",
     "PrivateSample",
@@ -139,6 +141,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
     from .divergence import renyi_beta, renyi_dirichlet, renyi_expfam
     from .divergence_families import renyi_gamma, renyi_normal
     from .estimators import PrivateLogisticRegression
+    from .estimators_linear import PrivateLinearRegression
     from .models import (
         BayesianLinearRegression,
         BayesianLogisticRegression,

@@ -139,7 +139,10 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
     ),
     "target": (
         ("--target",),
-        {"metavar": "COL", "help": "linear: the response column y (required)"},
+        {
+            "metavar": "COL",
+            "help": "linear and poisson: the response column y (required; poisson: counts)",
+        },
     ),
     "y_bound": (
         ("--y-bound",),
@@ -215,8 +218,10 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "type": float,
             "metavar": "R",
-            "help": "OPS's truncation radius on the weights (--method ops only; default c/beta, "
-            "multinomial sqrt(2) c/beta)",
+            "help": "logistic and multinomial: OPS's truncation radius on the weights (--method "
+            "ops only; default c/beta, multinomial sqrt(2) c/beta); linear and poisson: the "
+            "public ball ||w|| <= R of every method (linear: default from n and d, "
+            "docs/linear_regression.md §5; poisson: required)",
         },
     ),
     "intercept_scaling": (
@@ -230,7 +235,9 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "help": "logistic and multinomial back-end: auto (default: exact or langevin, "
             "both certified, chosen from public inputs), exact "
             "(rejection sampling: exact posterior draws), langevin (certified "
-            "noisy gradient descent), or the approximate MCMC back-ends imh and pymc",
+            "noisy gradient descent), or the approximate MCMC back-ends imh and pymc; "
+            "linear: auto, exact or langevin (projected onto the ball); poisson: auto "
+            "(= langevin) or langevin",
         },
     ),
     "max_steps": (
@@ -238,7 +245,8 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "type": int,
             "metavar": "K",
-            "help": "logistic and multinomial with --backend langevin or auto: the cap on "
+            "help": "logistic, multinomial, linear and poisson with --backend langevin or "
+            "auto: the cap on "
             "Langevin's number of steps (default 10000, at most 10**7); raise it when a "
             "release warns that it hit the cap (StepCapWarning)",
         },
@@ -799,13 +807,57 @@ class MultinomialAdapter(Adapter):
         )
 
 
+def _target_features(args, table, name: str):
+    """(X, y, feature names) for the regression adapters: --target as floats, --features
+    (default every other column) as floats. The model's own checks (rows over the bound,
+    responses outside the domain, NaN) refuse bad records before any charge."""
+    import numpy as np
+
+    if args.target is None:
+        raise UsageError(f"--model {name} needs --target COL (and optionally --features)")
+    y = floats(table.column(args.target, "--target"), args.target)
+    names = (
+        [f.strip() for f in args.features.split(",")]
+        if args.features is not None
+        else [h for h in table.header if h != args.target]
+    )
+    if not names or any(not f for f in names):
+        raise UsageError("--features: need one or more non-empty column names")
+    if len(set(names)) != len(names) or args.target in names:
+        raise UsageError("--features: repeated column, or the --target column among them")
+    X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
+    return X, y, names
+
+
+def _ball_options(args, command: str) -> dict:
+    """The ball GLMs' sample options: --radius, --backend, --max-steps, --intercept and
+    --intercept-scaling (the model checks their values)."""
+    options = {"backend": args.backend or "auto"}
+    if command != "sample":
+        return options
+    if args.radius is not None:
+        options["radius"] = args.radius
+    if args.max_steps is not None:
+        options["max_steps"] = args.max_steps
+    if args.intercept_scaling is not None and not args.intercept:
+        raise UsageError("--intercept-scaling needs --intercept")
+    options["fit_intercept"] = bool(args.intercept)
+    options["intercept_scaling"] = args.intercept_scaling
+    return options
+
+
 class LinearAdapter(Adapter):
-    """Bayesian linear regression, noise-aware route on ``posterior``
-    (docs/linear_regression.md §N1-§N5): --target, --features, --c, --y-bound, --noise-sd."""
+    """Bayesian linear regression (docs/linear_regression.md): ``sample`` releases one
+    posterior draw on the public ball (§1-§6; --radius, --backend, --method), ``posterior``
+    the noise-aware route (§9): --target, --features, --c, --y-bound, --noise-sd."""
 
     name = "linear"
-    methods = ()
+    methods = GLM_METHODS
     flags = {
+        "sample": frozenset(
+            {"target", "features", "beta", "c", "y_bound", "noise_sd", "intercept"}
+            | {"intercept_scaling", "radius", "backend", "max_steps"}
+        ),
         "posterior": frozenset(
             {"target", "features", "beta", "c", "y_bound", "noise_sd", "intercept"}
         ),
@@ -817,31 +869,54 @@ class LinearAdapter(Adapter):
         if args.y_bound is None or args.noise_sd is None:
             raise UsageError("--model linear needs --y-bound B and --noise-sd S (public)")
         beta = 0.01 if args.beta is None else _number_beta(args.beta, self.name)
+        if command == "posterior":
+            options = {"fit_intercept": bool(args.intercept)}
+        else:
+            options = _ball_options(args, command)
         return BayesianLinearRegression(
             beta=beta,
             c=1.0 if args.c is None else args.c,
             y_bound=args.y_bound,
             noise_sd=args.noise_sd,
-            fit_intercept=bool(args.intercept),
+            **options,
         )
 
     def read(self, args, table, model):
-        import numpy as np
+        X, y, names = _target_features(args, table, self.name)
+        return (X, y), {"features": names, "target": args.target, "intercept": model.fit_intercept}
 
-        if args.target is None:
-            raise UsageError("--model linear needs --target COL (and optionally --features)")
-        y = floats(table.column(args.target, "--target"), args.target)
-        names = (
-            [f.strip() for f in args.features.split(",")]
-            if args.features is not None
-            else [h for h in table.header if h != args.target]
+    def finish(self, out, details):
+        return {**out, **details}
+
+
+class PoissonAdapter(LinearAdapter):
+    """Bayesian Poisson regression (log link) on a public ball (docs/linear_regression.md
+    §7): counts 0..--max-count in --target, --radius required, projected Langevin."""
+
+    name = "poisson"
+    methods = CONJUGATE_METHODS
+    flags = {
+        "sample": frozenset(
+            {"target", "features", "beta", "c", "max_count", "intercept"}
+            | {"intercept_scaling", "radius", "backend", "max_steps"}
+        ),
+    }
+
+    def build(self, args, command):
+        from ..models import BayesianPoissonRegression
+
+        if args.max_count is None or args.radius is None:
+            raise UsageError(
+                "--model poisson needs --max-count M (counts 0..M) and --radius R (the public "
+                "ball ||w|| <= R)"
+            )
+        beta = 0.01 if args.beta is None else _number_beta(args.beta, self.name)
+        return BayesianPoissonRegression(
+            beta=beta,
+            c=1.0 if args.c is None else args.c,
+            max_count=args.max_count,
+            **_ball_options(args, command),
         )
-        if not names or any(not f for f in names):
-            raise UsageError("--features: need one or more non-empty column names")
-        if len(set(names)) != len(names) or args.target in names:
-            raise UsageError("--features: repeated column, or the --target column among them")
-        X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
-        return (X, y), {"features": names}
 
 
 ADAPTERS: tuple[Adapter, ...] = (
@@ -853,6 +928,7 @@ ADAPTERS: tuple[Adapter, ...] = (
     MultinomialAdapter(),
     QueryAdapter(),
     LinearAdapter(),
+    PoissonAdapter(),
 )
 
 

@@ -51,6 +51,9 @@ def result(rel) -> dict:
         "dp_eps": rel.dp_eps,
         # GLMs: the prior precision used (with --beta auto, the rule's value for n and d)
         **({"beta": model.beta} if hasattr(model := rel.calibration.model, "_resolve") else {}),
+        # linear and Poisson regression: the public ball the release used (the default
+        # radius resolved from n and d)
+        **({"radius": model.radius} if hasattr(model, "_init_ball") else {}),
     }
 
 
