@@ -1032,6 +1032,11 @@ def check_target(args) -> None:
         )
 
 
+def _listed(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def resolve(args, command: str) -> Adapter:
     """The adapter of ``args.model``; refuses every given flag or method it does not use."""
     adapter = next(a for a in ADAPTERS if args.model in (a.name, *a.aliases))
@@ -1046,13 +1051,13 @@ def resolve(args, command: str) -> Adapter:
             raise UsageError(COMMAND_NOTES[(command, dest)])
         raise UsageError(
             f"{flag} does not apply to --model {adapter.name}: {flag} applies to --model "
-            f"{' and '.join(users)} only"
+            f"{_listed(users)} only"
         )
     method = getattr(args, "method", None)
     if method is not None and method not in adapter.methods:
         users = [a.name for a in ADAPTERS if command in a.flags and method in a.methods]
         raise UsageError(
             f"--method {method} does not apply to --model {adapter.name}: --method {method} "
-            f"applies to --model {' and '.join(users)} only"
+            f"applies to --model {_listed(users)} only"
         )
     return adapter

@@ -40,6 +40,9 @@ VALUE = {
     "radius": ["2"],
     "max_steps": ["50"],
     "margin_scale": ["10"],
+    "target": ["y"],
+    "y_bound": ["3"],
+    "noise_sd": ["1"],
 }
 BASE = {
     "sample": ["--data", "no-such-file.csv", "--lam", "2", "--eps", "1"],
@@ -139,7 +142,8 @@ def test_method_ops_is_refused_for_conjugate_models(run, csv_file):
         "sample", "--model", "beta-bernoulli", "--data", csv_file, "--column", "flag",
         "--lam", "2", "--eps", "1", "--method", "ops",
     )  # fmt: skip
-    assert code == 2 and "--method ops applies to --model logistic and multinomial only" in err
+    assert code == 2
+    assert "--method ops applies to --model logistic, multinomial and linear only" in err
 
 
 def test_prior_given_twice_is_refused(run):
