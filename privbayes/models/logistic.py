@@ -407,7 +407,8 @@ class BayesianLogisticRegression(Frozen):
         schedule = LANGEVIN_SCHEDULES[0] if schedule is None else schedule
         if not isinstance(schedule, str) or schedule not in LANGEVIN_SCHEDULES:
             raise ValueError(f"schedule must be one of {LANGEVIN_SCHEDULES}; got {schedule!r}")
-        self.schedule = schedule
+        # Langevin's rule ("auto": its Langevin candidate's); None where no Langevin runs
+        self.schedule = schedule if backend in _OPTION_BACKENDS["schedule"] else None
         self._freeze()
 
     def __repr__(self) -> str:
