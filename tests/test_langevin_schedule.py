@@ -118,7 +118,7 @@ def test_utility_steps_minimise_the_stated_bound():
     cc = float(model._c_cert())
     for eps in (0.003, 0.01, 0.03):
 
-        def largest_r(steps):
+        def largest_r(steps, eps=eps):
             lo, hi = 1e-8, 1.0
             for _ in range(36):
                 mid = math.sqrt(lo * hi)

@@ -98,10 +98,10 @@ def schedule(
     ``c`` is the certified feature bound (the model's c with its validation slack). Returns
     ``{"algorithm": "langevin", "guarantee": "algorithm", "step": eta, "steps": K,
     "start": 0.0, "noise": sqrt(2 eta) as used, "prec": n beta / m as used, "capped": bool,
-    "schedule": kind}``; ``start`` 0.0 is the zero vector. eta = step_scale * 2 / (mu + L), nudged down until the
-    contraction condition eta (2 prec + r n c^2 / 4) <= 2 holds exactly; K the smallest
-    integer >= 1 with (1 - eta prec)^K <= TAU, at most ``max_steps`` (``capped`` says the
-    cap bound). Raises ValueError when the parameters are not representable (a prior
+    "schedule": kind}``; ``start`` 0.0 is the zero vector. eta = step_scale * 2 / (mu + L),
+    nudged down until the contraction condition eta (2 prec + r n c^2 / 4) <= 2 holds
+    exactly; K by ``kind``, at most ``max_steps`` (``capped`` says the cap bound). Raises
+    ValueError when the parameters are not representable (a prior
     precision that overflows, a step that underflows).
     """
     if kind not in SCHEDULES:
