@@ -588,7 +588,10 @@ def main(argv: list[str] | None = None) -> None:
     python = versions = None
     if run:
         python, versions = bridge.find_python(args.dpl_python)
-        meta["diffprivlib"] = versions
+        runs_dpl = any(p.startswith("diffprivlib") for p in args.peers)
+        if versions is not None or runs_dpl or not args.merge:
+            meta["diffprivlib"] = versions
+        # else: a merge without diffprivlib keeps the versions its saved rows were made with
         if python is None:
             print("diffprivlib unavailable: its rows are skipped (see `make peers-env`)")
 
