@@ -109,7 +109,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     schedule : None (the default, "utility") or "stationary": Langevin's rule for its
         number of steps (``backend="langevin"`` or ``"auto"`` only; ValueError for the
         other back-ends). "utility" stops early where a stated excess-risk bound is
-        smallest (the better classifier at small eps; not a posterior draw), "stationary"
+        smallest (a larger r at the same eps, and faster; not a posterior draw), "stationary"
         runs until the chain forgets its start (docs/langevin.md §6). ``privacy_``
         reports which ran.
 

@@ -229,7 +229,7 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "choices": ("utility", "stationary"),
             "help": "logistic and multinomial with --backend langevin or auto: Langevin's "
             "rule for its number of steps: utility (default: stopped early to minimise an "
-            "excess-risk bound; a good classifier, not a posterior draw) or stationary "
+            "excess-risk bound; not a posterior draw) or stationary "
             "(run until it forgets its start: a draw near the posterior); docs/langevin.md",
         },
     ),

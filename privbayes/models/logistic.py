@@ -241,8 +241,8 @@ class BayesianLogisticRegression(Frozen):
     max_steps : langevin only: cap on the number of steps K (default 10,000).
     schedule : langevin only: the public rule for the number of steps K (docs/langevin.md
         §6). "utility" (default): K = ceil(1 / (3 eta prec)), the minimiser of a stated
-        excess-risk bound — an early-stopped noisy gradient descent from 0, a good
-        classifier at small eps, and *not* an approximate posterior draw (at r = m = 1 it
+        excess-risk bound — an early-stopped noisy gradient descent from 0 (a larger
+        r at the same eps, fewer steps), *not* an approximate posterior draw (at r = m = 1 it
         runs as long as the target allows, up to the stationary K); "stationary": K until
         the chain has forgotten its start (kappa^K <= 1%), a draw near the posterior. The
         certificate covers either law (guarantee "algorithm"); the release's
