@@ -10,6 +10,8 @@ an early-stopped run) and the "stationary" one.
 """
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,6 +142,45 @@ def test_utility_steps_minimise_the_stated_bound():
         assert cal.r < 1 and 1 < k_rule < 199
         assert abs(k_rule - k_best) <= max(2, 0.1 * k_best), (eps, k_rule, k_best)
         assert best[k_rule] <= 1.01 * best[k_best]
+
+
+def test_certificate_is_at_most_dpgd_composition_at_equal_parameters():
+    """docs/langevin.md §6, "Against DP-GD": at the same K, data step eta_D = eta r n on the
+    mean loss and noise sigma = eta_D sigma_D on w, Theorem 1's rho is at most the K-fold
+    Gaussian composition experiments/_peers/dpgd.py charges (Cauchy-Schwarz, S^2 <= K Q),
+    and their ratio is S^2 / (K Q) summed directly: 0.99 at the utility K, 0.98 at
+    K = 1 / (2 eta p), so the contraction buys at most ~2% of rho on short runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
+    from _peers import dpgd
+
+    cases = [  # the peers study's Abalone and Adult at eps = 0.1 (beta = c^2 d / (n M^2)), tiny
+        (2924, 11 / (2924 * 100), 1.0, 0.012),
+        (30162, 105 / (30162 * 100), 0.7, 0.04),
+        (50, 0.02, 1.0, 1.0),
+    ]
+    for n, beta, c, r in cases:
+        base = langevin.schedule(n, beta, c, r, 1.0, kind="utility")
+        eta, noise, prec = base["step"], base["noise"], base["prec"]
+        kappa = 1.0 - eta * prec
+        half = max(1, math.ceil(1.0 / (2.0 * eta * prec)))
+        for steps in sorted({1, 2, 7, base["steps"], half, 3 * half}):
+            rho = langevin.certificate(dict(base, steps=steps), n, r, c)
+            eta_d = eta * r * n  # DP-GD's step on the mean loss
+            sigma_d = noise / eta_d  # its noise on the mean gradient
+            charge = float(dpgd.dpgd_rdp([2.0], sigma_d, steps, n, c)[0]) / 2.0
+            j = np.arange(steps)
+            ratio = np.sum(kappa**j) ** 2 / (steps * np.sum(kappa ** (2 * j)))
+            closed = (1 + kappa) * (1 - kappa**steps) / (steps * (1 - kappa) * (1 + kappa**steps))
+            assert ratio == pytest.approx(closed, rel=1e-9)  # the doc's closed form
+            assert rho == pytest.approx(ratio * charge, rel=1e-9), (n, steps)
+            if steps == 1:
+                assert rho == pytest.approx(charge, rel=1e-12)  # equality at K = 1
+            else:
+                assert rho < charge  # strictly below the composition
+            if steps >= 20 and steps in (base["steps"], half):  # 1 - (K eta p)^2 / 12
+                want = 0.991 if steps == base["steps"] else 0.980
+                assert ratio == pytest.approx(want, abs=0.002), (n, steps, ratio)
+        assert base["steps"] >= 20 or n == 50
 
 
 def test_at_knob_one_the_run_extends_as_far_as_the_target_allows():
