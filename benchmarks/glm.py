@@ -26,6 +26,10 @@ on synthetic n = 1e5 and 1e6, d = 20, and the Adult-sized synthetic problem.
 
     .venv/bin/python benchmarks/glm.py [--skip-pymc] [--skip-mnist] [--k 64]
 
+``--schedules``: Langevin's default ``schedule="utility"`` (an early stop, docs/langevin.md
+§6) against ``"stationary"`` on the same three data sets, in the same process: releases
+per second, their ratio, K, r and test accuracy (beta="auto", lam = 2, eps in {0.1, 1}).
+
 ``--exact`` instead measures the exact back-end (docs/exact.md), in the same process as IMH:
 
 * the public log envelope log(W / Z_low) (expected proposals per exact draw <= its exp) per
@@ -425,6 +429,42 @@ def langevin_section(args) -> None:
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
+def schedule_section(args) -> None:
+    """Langevin's two step rules in the same process (docs/langevin.md §6): releases per
+    second with the default ``schedule="utility"`` against ``"stationary"`` and their
+    ratio, with K, r and the mean test accuracy of the releases. beta = "auto" (the public
+    rule beta = c^2 d / (n M^2), M = 10: the peers study's prior), lam = 2, eps per release
+    in {0.1, 1}, ``--schedule-k`` releases per call (one chain each)."""
+    import os
+
+    k = args.schedule_k
+    print(
+        f"== Langevin schedules: utility (default) vs stationary, beta='auto', lam=2, size={k} =="
+    )
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for name in ("abalone", "adult", "mnist"):
+        x, y, xte, yte = _real_data(name, args.data_dir)
+        print(f"{name}: n={x.shape[0]:,} d={x.shape[1]} (test {xte.shape[0]:,})")
+        for eps in (0.1, 1.0):
+            res = {}
+            for kind in ("utility", "stationary"):
+                model = pb.BayesianLogisticRegression(
+                    "auto", 1.0, backend="langevin", schedule=kind
+                )
+                t0 = time.perf_counter()
+                rel = pb.sample(model, (x, y), 2.0, eps * k, size=k, rng=2)
+                rate = k / (time.perf_counter() - t0)
+                s = rel.calibration.sampler
+                res[kind] = (rate, s["steps"], rel.calibration.r, _accuracy(rel.value, xte, yte))
+            (ru, ku, r_u, au), (rs, ks, r_s, as_) = res["utility"], res["stationary"]
+            print(
+                f"  eps={eps:<4g} utility: K {ku}, r {r_u:.4g}, {ru:7.2f} rel/s, acc {au:.4f} | "
+                f"stationary: K {ks}, r {r_s:.4g}, {rs:7.2f} rel/s, acc {as_:.4f} | "
+                f"speed-up {ru / rs:.1f}x"
+            )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
 # -- multinomial (softmax) regression ---------------------------------------------------------
 MULTI_SIZE = 8
 MULTI_SHAPES = [  # (n, d, K, beta) for the exact back-end's public envelope table
@@ -579,6 +619,10 @@ def main() -> None:
     p.add_argument("--langevin-only", action="store_true", help="only the Langevin section")
     p.add_argument("--langevin-step-scale", type=float, default=0.5, help="Langevin h")
     p.add_argument("--multinomial", action="store_true", help="measure softmax regression")
+    p.add_argument(
+        "--schedules", action="store_true", help="only Langevin's utility vs stationary rule"
+    )
+    p.add_argument("--schedule-k", type=int, default=16, help="--schedules: releases per call")
     p.add_argument("--mnist-train", type=int, default=5000, help="--multinomial: MNIST rows")
     p.add_argument("--mnist-pool", type=int, default=4, help="--multinomial: MNIST pooling")
     args = p.parse_args()
@@ -591,6 +635,9 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.multinomial:
         multinomial_section(args)
+        return
+    if args.schedules:
+        schedule_section(args)
         return
     if args.exact:
         envelope_table()

@@ -166,6 +166,12 @@ def privbayes_target(model, n: int, eps: float, delta: float, method: str) -> di
 
     knob, eps_dp, lam = targets.max_knob(curve_of, eps, delta)
     eps_rdp = float(curve_of(knob)(np.array([lam]))[0])
+    if knob == 1.0 and model.backend == "langevin" and method != "ops":
+        # r = m = 1 with budget to spare: Langevin's curve is rho-zCDP (linear in lam), so
+        # ask for the largest rho the target allows; the utility schedule then runs longer
+        # at r = m = 1 (docs/langevin.md §6). The release is re-converted as every other.
+        rho, eps_dp, lam = targets.max_rho(eps, delta)
+        eps_rdp = rho * lam
     return {"knob": knob, "eps_dp": eps_dp, "lam": lam, "eps_rdp": eps_rdp}
 
 
@@ -582,7 +588,10 @@ def main(argv: list[str] | None = None) -> None:
     python = versions = None
     if run:
         python, versions = bridge.find_python(args.dpl_python)
-        meta["diffprivlib"] = versions
+        runs_dpl = any(p.startswith("diffprivlib") for p in args.peers)
+        if versions is not None or runs_dpl or not args.merge:
+            meta["diffprivlib"] = versions
+        # else: a merge without diffprivlib keeps the versions its saved rows were made with
         if python is None:
             print("diffprivlib unavailable: its rows are skipped (see `make peers-env`)")
 

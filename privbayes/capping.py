@@ -80,6 +80,11 @@ def _message(cal, size: int | None) -> str:
         "m": "The release is the posterior under the prior itself (m = 1)",
         "t": "OPS already uses the whole likelihood (t = 1)",
     }[name]
+    if (cal.sampler or {}).get("schedule") == "utility" and name != "t":
+        what += (
+            ", run by Langevin's utility schedule for as many steps as the target allows, up "
+            "to the stationary run (an early stop is not a posterior draw; docs/langevin.md §6)"
+        )
     if glm and name == "t":
         fix = (
             f"a larger radius R (OPS's eps0 = 2 t c R; R={model.radius:.4g} here, its default "

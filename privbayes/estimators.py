@@ -107,6 +107,12 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         Langevin's number of steps (``backend="langevin"`` or ``"auto"`` only; ValueError
         for the other back-ends). Raise it when a fit warns
         :class:`privbayes.StepCapWarning`.
+    schedule : None (the default, "utility") or "stationary": Langevin's rule for its
+        number of steps (``backend="langevin"`` or ``"auto"`` only; ValueError for the
+        other back-ends). "utility" stops early where a stated excess-risk bound is
+        smallest (a larger r at the same eps, and faster; not a posterior draw), "stationary"
+        runs until the chain forgets its start (docs/langevin.md §6). ``privacy_``
+        reports which ran.
 
     Every ``fit`` is a new release on the data it is given. ``cross_val_score(est, X, y,
     cv=k)`` fits k times on overlapping data, and a grid search over g settings fits
@@ -123,7 +129,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     privacy_ : dict with method, lam (the order used), eps (total certified at lam),
         delta and dp_eps (an (eps, delta) target's delta and the certified eps at it; None
         for an RDP target), per-release eps, n_samples, the back-end used, its guarantee
-        ("exact", "algorithm", "approximate") and tv.
+        ("exact", "algorithm", "approximate"), Langevin's schedule (None otherwise) and tv.
     samples_ : the released draws: (n_samples, n_features + fit_intercept) for two classes
         (weights, then the intercept itself when ``fit_intercept``), (n_samples,
         n_features + fit_intercept, K) for K > 2 (the last row the intercepts).
@@ -164,6 +170,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         classes=None,
         radius: float | None = None,
         max_steps: int | None = None,
+        schedule: str | None = None,
         margin_scale: float | None = None,
     ) -> None:
         self.lam = lam
@@ -188,6 +195,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         self.note = note
         self.classes = classes
         self.max_steps = max_steps
+        self.schedule = schedule
         self.margin_scale = margin_scale
 
     def __sklearn_clone__(self):
@@ -279,6 +287,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             "fit_intercept": self.fit_intercept,
             "intercept_scaling": self.intercept_scaling,
             "max_steps": self.max_steps,
+            "schedule": self.schedule,
             "margin_scale": self.margin_scale,  # beta="auto" only (the model refuses it else)
         }
         if self.radius is not None:
@@ -363,6 +372,8 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             "n_samples": k,
             "backend": release.calibration.model.backend,
             "guarantee": release.guarantee,
+            # Langevin's step rule ("utility" or "stationary"; None for other back-ends)
+            "schedule": (release.calibration.sampler or {}).get("schedule"),
             "tv": release.tv,
             "neighbours": "replace-one, n public",
         }

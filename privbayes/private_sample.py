@@ -44,8 +44,9 @@ class PrivateSample:
         ``acceptance``, ``max_log_ratio``, ``gradient_bound``, ``newton_steps`` (the
         certified fit's steps on all rows), ``log_density_error_max``, ``inside_ball``,
         the ``seconds_*`` timings) are data-dependent; "langevin" — all
-        public (``guarantee``, ``step``, ``steps``, ``steps_capped``, ``chains``:
-        functions of n, the prior and the settings).
+        public (``guarantee``, ``step``, ``steps``, ``steps_capped``, ``schedule`` (the
+        step rule that ran: "utility" or "stationary"), ``chains``: functions of n, the
+        prior and the settings).
 
     size : None for one draw; k when ``sample(..., size=k)`` released k draws at once
         (method "noise-aware": k posterior draws of *one* release, charged once).

@@ -264,7 +264,7 @@ def test_sampler_output_matches_the_exact_law(method):
     The law after K steps is the Gaussian mixture sum_j m_j N(phi(w_j), noise^2) over the
     grid cells w_j of the law after K - 1 steps: its CDF and moments are exact sums."""
     x, y = _toy(n=6)
-    model = BayesianLogisticRegression(beta=0.2, backend="langevin")
+    model = BayesianLogisticRegression(beta=0.2, backend="langevin", schedule="stationary")
     cal = pb.calibrate(model, 6, 2.0, 0.5, method)
     s = cal.sampler
     assert s["steps"] >= 2
@@ -371,7 +371,7 @@ def test_calibration_meets_the_target_against_mpmath(n, beta, c, lam, eps, metho
 
 
 def test_rdp_curve_of_the_algorithm():
-    model = BayesianLogisticRegression(beta=0.01, backend="langevin")
+    model = BayesianLogisticRegression(beta=0.01, backend="langevin", schedule="stationary")
     cal = pb.calibrate(model, 500, 2.0, 0.3)
     orders = np.array([1.0, 1.5, 2.0, 8.0, 64.0, np.inf])
     curve = cal.rdp(orders)
@@ -385,10 +385,11 @@ def test_rdp_curve_of_the_algorithm():
 
 
 def test_steps_cap_and_public_schedule():
-    model = BayesianLogisticRegression(beta=1e-6, backend="langevin", max_steps=50)
+    stationary = {"backend": "langevin", "schedule": "stationary"}
+    model = BayesianLogisticRegression(beta=1e-6, max_steps=50, **stationary)
     cal = pb.calibrate(model, 1000, 2.0, 1.0)
     assert cal.sampler["steps"] == 50 and cal.sampler["capped"]
-    full = pb.calibrate(BayesianLogisticRegression(beta=1e-6, backend="langevin"), 1000, 2.0, 1.0)
+    full = pb.calibrate(BayesianLogisticRegression(beta=1e-6, **stationary), 1000, 2.0, 1.0)
     assert full.r < cal.r  # fewer steps: a larger r for the same eps
     x, y = _toy(n=1000, d=2, seed=3)
     with pytest.warns(pb.StepCapWarning, match="far from the posterior") as record:
@@ -399,7 +400,7 @@ def test_steps_cap_and_public_schedule():
     assert "larger beta" in text and "max_steps" in text and "certificate still holds" in text
     assert rel.diagnostics == {
         "backend": "langevin", "guarantee": "algorithm", "step": cal.sampler["step"],
-        "steps": 50, "steps_capped": True, "chains": 1,
+        "steps": 50, "steps_capped": True, "schedule": "stationary", "chains": 1,
     }  # fmt: skip
     uncapped = BayesianLogisticRegression(beta=0.05, backend="langevin")
     assert not pb.calibrate(uncapped, 1000, 2.0, 1.0).sampler["capped"]

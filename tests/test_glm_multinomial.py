@@ -271,7 +271,7 @@ def test_langevin_and_imh_agree_on_the_posterior_mean():
     da = a.value - a.value[..., :1]
     db = b.value - b.value[..., :1]
     se = np.sqrt(da.var(axis=0) / 120 + db.var(axis=0) / 120)
-    # Langevin's step (h = 1/2) inflates variances by at most 2 (docs/langevin.md §6)
+    # Langevin's step (h = 1/2) inflates variances by at most 2 (docs/langevin.md §7)
     assert (np.abs(da.mean(axis=0) - db.mean(axis=0)) <= 5 * se + 0.05).all()
     # the data are informative: the posterior mean predicts better than chance
     pred = np.argmax(x @ db.mean(axis=0), axis=1)

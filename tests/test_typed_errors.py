@@ -339,6 +339,7 @@ _VALUES = {
     "max_proposals": 1000,
     "step_scale": 0.25,
     "max_steps": 100,
+    "schedule": "stationary",
 }
 
 

@@ -251,6 +251,16 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "release warns that it hit the cap (StepCapWarning)",
         },
     ),
+    "schedule": (
+        ("--schedule",),
+        {
+            "choices": ("utility", "stationary"),
+            "help": "logistic and multinomial with --backend langevin or auto: Langevin's "
+            "rule for its number of steps: utility (default: stopped early to minimise an "
+            "excess-risk bound; not a posterior draw) or stationary "
+            "(run until it forgets its start: a draw near the posterior); docs/langevin.md",
+        },
+    ),
     "d": (
         ("--d",),
         {
@@ -684,6 +694,8 @@ def _glm_options(args, command: str) -> dict:
         options["radius"] = args.radius
     if getattr(args, "max_steps", None) is not None:  # the model refuses other back-ends
         options["max_steps"] = args.max_steps
+    if getattr(args, "schedule", None) is not None:  # the model refuses other back-ends
+        options["schedule"] = args.schedule
     if getattr(args, "margin_scale", None) is not None:  # the model refuses a number --beta
         options["margin_scale"] = args.margin_scale
     if command == "sample":
@@ -695,10 +707,12 @@ def _glm_options(args, command: str) -> dict:
 
 
 # the flags both GLM adapters take (each adds its label flags)
-_GLM_PUBLIC = frozenset({"beta", "c", "d", "backend", "radius", "max_steps", "margin_scale"})
+_GLM_PUBLIC = frozenset(
+    {"beta", "c", "d", "backend", "radius", "max_steps", "schedule", "margin_scale"}
+)
 _GLM_SAMPLE = frozenset(
     {"label", "features", "beta", "c", "scale", "clip", "intercept", "intercept_scaling"}
-    | {"backend", "radius", "max_steps", "margin_scale"}
+    | {"backend", "radius", "max_steps", "schedule", "margin_scale"}
 )
 
 

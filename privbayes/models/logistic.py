@@ -67,10 +67,14 @@ OPTION_BACKENDS = {
     "max_proposals": ("exact", "auto"),
     "step_scale": ("langevin", "auto"),
     "max_steps": ("langevin", "auto"),
+    "schedule": ("langevin", "auto"),
 }
 # sample()'s options that apply to some back-ends only (on_bad_diagnostics: its "warn";
 # "raise", the default, is what every other back-end does anyway)
 CALL_OPTION_BACKENDS = {"progressbar": ("pymc",), "on_bad_diagnostics": ("imh", "pymc")}
+# Langevin's public step-count rules (privbayes.sampling.langevin.SCHEDULES; the first is
+# the default): "utility" stops early (a classifier), "stationary" runs to a posterior draw
+LANGEVIN_SCHEDULES = ("utility", "stationary")
 MAX_DELTA_F = 1e-3  # the exact back-end's failure probability is added to delta: keep it small
 IMH_MAX_TUNE = 100_000  # privbayes.sampling.imh.MAX_TUNE (kept here: no import at build)
 NORM_SLACK = 1e-12  # relative slack on ||x|| <= c, for rows scaled to the sphere exactly
@@ -235,10 +239,19 @@ class BayesianLogisticRegression(Frozen):
         public inputs).
     step_scale : langevin only: h in (0, 1], step eta = h * 2 / (mu + L) (default 1/2).
     max_steps : langevin only: cap on the number of steps K (default 10,000).
+    schedule : langevin only: the public rule for the number of steps K (docs/langevin.md
+        §6). "utility" (default): K = ceil(1 / (3 eta prec)), the minimiser of a stated
+        excess-risk bound — an early-stopped noisy gradient descent from 0 (a larger
+        r at the same eps, fewer steps), *not* an approximate posterior draw (at r = m = 1 it
+        runs as long as the target allows, up to the stationary K); "stationary": K until
+        the chain has forgotten its start (kappa^K <= 1%), a draw near the posterior. The
+        certificate covers either law (guarantee "algorithm"); the release's
+        ``calibration.sampler["schedule"]`` says which ran.
 
     Options belong to back-ends: one given with another back-end raises ValueError here,
     before any charge. With backend="auto" the exact options (delta_f, max_proposals)
-    configure the exact candidate and the Langevin options (step_scale, max_steps) the
+    configure the exact candidate and the Langevin options (step_scale, max_steps,
+    schedule) the
     Langevin candidate: both enter auto's choice, made from public inputs, and the chosen
     back-end runs with its own; the MCMC options (tune, draws, chains, reruns,
     target_accept, proposal_scale) are refused with "auto", which never picks MCMC.
@@ -284,6 +297,7 @@ class BayesianLogisticRegression(Frozen):
         step_scale: float | None = None,
         max_steps: int | None = None,
         margin_scale: float | None = None,
+        schedule: str | None = None,
     ) -> None:
         if isinstance(beta, str):
             if beta != AUTO:
@@ -313,7 +327,7 @@ class BayesianLogisticRegression(Frozen):
             "tune": tune, "draws": draws, "chains": chains, "reruns": reruns,
             "target_accept": target_accept, "proposal_scale": proposal_scale,
             "delta_f": delta_f, "max_proposals": max_proposals,
-            "step_scale": step_scale, "max_steps": max_steps,
+            "step_scale": step_scale, "max_steps": max_steps, "schedule": schedule,
         }  # fmt: skip
         for name, value in given.items():
             if value is not None and backend not in OPTION_BACKENDS[name]:
@@ -390,6 +404,11 @@ class BayesianLogisticRegression(Frozen):
         if bad or not 1 <= max_steps <= 10**7:
             raise ValueError(f"max_steps must be an integer in [1, 10**7]; got {max_steps!r}")
         self.max_steps = int(max_steps)
+        schedule = LANGEVIN_SCHEDULES[0] if schedule is None else schedule
+        if not isinstance(schedule, str) or schedule not in LANGEVIN_SCHEDULES:
+            raise ValueError(f"schedule must be one of {LANGEVIN_SCHEDULES}; got {schedule!r}")
+        # Langevin's rule ("auto": its Langevin candidate's); None where no Langevin runs
+        self.schedule = schedule if backend in _OPTION_BACKENDS["schedule"] else None
         self._freeze()
 
     def __repr__(self) -> str:

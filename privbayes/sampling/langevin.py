@@ -27,8 +27,19 @@ argument that uses only (mu, L, s) can improve it. ``certificate`` evaluates it 
 rational arithmetic of the floats the sampler uses and rounds up.
 
 The step and the number of steps follow a public rule (``schedule``): eta = h * 2 / (mu + L)
-(h = ``step_scale``, default 1/2, so eta is about 1/L) and the smallest K with kappa^K <= TAU,
-capped at ``max_steps``. Nothing depends on the data but n.
+(h = ``step_scale``, default 1/2, so eta is about 1/L) and K by one of two named rules
+(``kind``, docs/langevin.md §6):
+
+* "utility" (the models' default): K = ceil(1 / (3 eta prec)), the minimiser of a stated
+  excess-risk bound (bias of stopping early + the spread the privacy noise leaves), so
+  kappa^K ~ e^(-1/3): an early-stopped run, a regularised noisy gradient descent from 0
+  that is *not* an approximate posterior draw; at knob 1 (r = m = 1) calibration runs it
+  as long as the target allows, up to the stationary K;
+* "stationary": the smallest K with kappa^K <= TAU (the start forgotten to 1%), whose
+  output approximates the chain's stationary law, a posterior draw.
+
+Both are capped at ``max_steps``; the certificate (Theorem 1) holds for every K, and its
+guarantee is "algorithm" either way. Nothing depends on the data but n.
 """
 
 from __future__ import annotations
@@ -52,6 +63,11 @@ ALGORITHM = "langevin"
 TAU = 1e-2  # K: the smallest number of steps with kappa^K <= TAU (start forgotten to 1%)
 STEP_SCALE = 0.5  # eta = STEP_SCALE * 2 / (mu + L): about 1/L
 MAX_STEPS = 10_000
+UTILITY = "utility"  # K = ceil(1 / (3 eta prec)): the excess-risk bound's minimiser (§6)
+STATIONARY = "stationary"  # K = smallest with kappa^K <= TAU: a draw near the posterior
+SCHEDULES = (UTILITY, STATIONARY)
+SCHEDULE = UTILITY  # the models' default
+UTILITY_DIVISOR = 3  # utility K = ceil(1 / (UTILITY_DIVISOR eta prec)) (docs/langevin.md §6)
 _BITS = 256  # kappa^K is bounded below on a 2^-256 grid (a smaller power only costs 2^-255)
 _CHAIN_BATCH = 256  # chains per pass over X
 # X is stored column-major: the two products per step then cost 0.5x (one chain) to 0.9x
@@ -68,21 +84,28 @@ def schedule(
     step_scale: float = STEP_SCALE,
     max_steps: int = MAX_STEPS,
     family=None,
+    kind: str = STATIONARY,
 ) -> dict:
     """The sampler's public parameters for data sets of size ``n`` (no data involved).
+
+    ``kind``: "stationary" (this function's default: K the smallest integer >= 1 with
+    kappa^K <= TAU) or "utility" (K = ceil(1 / (3 eta prec)), at most the stationary K;
+    docs/langevin.md §6). Both at most ``max_steps``.
 
     ``family``: the GLM family (default binary logistic), whose Hessian-weight bound k
     (``family.curvature``: 1/4 binary, 1/2 multinomial) gives L = r n c^2 k + prec.
 
     ``c`` is the certified feature bound (the model's c with its validation slack). Returns
     ``{"algorithm": "langevin", "guarantee": "algorithm", "step": eta, "steps": K,
-    "start": 0.0, "noise": sqrt(2 eta) as used, "prec": n beta / m as used, "capped": bool}``;
-    ``start`` 0.0 is the zero vector. eta = step_scale * 2 / (mu + L), nudged down until the
-    contraction condition eta (2 prec + r n c^2 / 4) <= 2 holds exactly; K the smallest
-    integer >= 1 with (1 - eta prec)^K <= TAU, at most ``max_steps`` (``capped`` says the
-    cap bound). Raises ValueError when the parameters are not representable (a prior
+    "start": 0.0, "noise": sqrt(2 eta) as used, "prec": n beta / m as used, "capped": bool,
+    "schedule": kind}``; ``start`` 0.0 is the zero vector. eta = step_scale * 2 / (mu + L),
+    nudged down until the contraction condition eta (2 prec + r n c^2 / 4) <= 2 holds
+    exactly; K by ``kind``, at most ``max_steps`` (``capped`` says the cap bound). Raises
+    ValueError when the parameters are not representable (a prior
     precision that overflows, a step that underflows).
     """
+    if kind not in SCHEDULES:
+        raise ValueError(f"kind must be one of {SCHEDULES}; got {kind!r}")
     prec = n * beta / m
     if not (math.isfinite(prec) and prec > 0):
         raise ValueError(f"the prior precision n beta / m = {prec!r} is not a positive double")
@@ -100,6 +123,10 @@ def schedule(
     rate = -math.log1p(-eta * prec)  # -log kappa > 0 (inf when kappa = 0)
     needed = math.log(1.0 / TAU) / rate if rate > 0 else math.inf
     wanted = max_steps + 1 if needed > max_steps else max(1, math.ceil(needed))
+    if kind == UTILITY:  # the bound's minimiser, never beyond the stationary K
+        short = 1.0 / (UTILITY_DIVISOR * eta * prec)
+        if short <= max_steps:
+            wanted = min(wanted, max(1, math.ceil(short)))
     steps = min(max_steps, wanted)
     return {
         "algorithm": ALGORITHM,
@@ -110,6 +137,7 @@ def schedule(
         "noise": noise,
         "prec": prec,
         "capped": wanted > max_steps,
+        "schedule": kind,
     }
 
 
@@ -191,14 +219,38 @@ def model_rdp(model, n: int, orders, r: float, m: float, method: str, sampler=No
     lam = np.asarray(orders, dtype=float)
     if sampler is None:
         sampler = schedule(
-            n, model.beta, model._c_cert(), r, m, model.step_scale, model.max_steps, fam
-        )
+            n, model.beta, model._c_cert(), r, m, model.step_scale, model.max_steps, fam,
+            _kind(model),
+        )  # fmt: skip
     return curve(lam, certificate(sampler, n, r, model._c_cert(), fam))
 
 
 def _family(model):
     """The model's GLM family (binary logistic regression when it declares none)."""
     return getattr(model, "family", None) or BINARY_LOGISTIC
+
+
+def _kind(model) -> str:
+    """The model's named step rule ("utility" or "stationary")."""
+    return getattr(model, "schedule", None) or SCHEDULE
+
+
+def _longest_run(sched: dict, stationary: dict, fits) -> dict:
+    """The utility schedule ``sched`` at knob 1 run for the largest K in
+    [sched["steps"], stationary["steps"]] with ``fits(sampler)`` (the certificate meets the
+    target; non-decreasing in K, Theorem 1 / §5), by bisection over the integers."""
+    lo, hi = int(sched["steps"]), int(stationary["steps"])
+    if hi <= lo or not fits(dict(sched, steps=lo)):
+        return sched
+    if fits(dict(sched, steps=hi)):
+        return dict(sched, steps=hi, capped=stationary["capped"], extended=True)
+    while hi - lo > 1:  # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        if fits(dict(sched, steps=mid)):
+            lo = mid
+        else:
+            hi = mid
+    return dict(sched, steps=lo, capped=False, extended=lo > int(sched["steps"]))
 
 
 def _refuse_ops(method: str) -> None:
@@ -236,14 +288,18 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
         )
     c = model._c_cert()
     fam = _family(model)
+    kind = _kind(model)
     evals = 0
+
+    def rule(r: float, m: float, which: str = kind) -> dict:
+        return schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps, fam, which)
 
     def certified(knob: float) -> float:
         nonlocal evals
         evals += 1
         r, m = mechanisms.knobs(method, knob)
         try:
-            sched = schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps, fam)
+            sched = rule(r, m)
         except ValueError:
             return math.inf  # not representable: never certified
         return float(curve(lam, certificate(sched, n, r, c, fam)))
@@ -264,7 +320,18 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
         knob, _, _ = solve_knob(certified, eps, 2.0, slope, name)
     knob, achieved = step_down(knob, certified, eps, name)  # the final guard
     r, m = mechanisms.knobs(method, knob)
-    sched = schedule(n, model.beta, c, r, m, model.step_scale, model.max_steps, fam)
+    sched = rule(r, m)
+    if kind == UTILITY and knob == 1.0:
+        # r = m = 1 leaves nothing to trade: a longer run only lowers the bound's bias
+        # (docs/langevin.md §6), so run as long as the target allows, up to stationary
+
+        def fits(sampler: dict) -> bool:
+            nonlocal evals
+            evals += 1
+            return float(curve(lam, certificate(sampler, n, r, c, fam))) <= eps
+
+        sched = _longest_run(sched, rule(r, m, STATIONARY), fits)
+        achieved = float(curve(lam, certificate(sched, n, r, c, fam)))
     return Calibration(method, r, m, lam, achieved, eps, n, None, evals, model, sched)
 
 
@@ -357,6 +424,7 @@ def release_draw(model, xy, cal: Calibration, rng, *, size=None, **_ignored):
         "step": sampler["step"],
         "steps": sampler["steps"],
         "steps_capped": sampler["capped"],
+        "schedule": sampler.get("schedule", STATIONARY),
         "chains": k,
     }
     return value, diagnostics

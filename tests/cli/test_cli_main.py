@@ -39,6 +39,7 @@ VALUE = {
     "d": ["1"],
     "radius": ["2"],
     "max_steps": ["50"],
+    "schedule": ["stationary"],
     "margin_scale": ["10"],
     "target": ["y"],
     "y_bound": ["3"],

@@ -243,3 +243,19 @@ def test_max_steps_caps_langevin_and_is_what_the_warning_advises(logistic_csv, r
     assert code == 2 and "max_steps does not apply to backend='imh'" in err
     code, out, err = run(*args, "--max-steps", "0")
     assert code == 2 and "max_steps must be an integer in [1, 10**7]" in err
+
+
+def test_schedule_flag_picks_langevins_step_rule(run):
+    """--schedule: utility (the default) or stationary, shown in calibrate's sampler; refused
+    with a back-end that runs no Langevin."""
+    base = ("calibrate", "--model", "logistic", "--n", "400", "--d", "2", "--lam", "2")
+    code, out, err = run(*base, "--eps", "0.1", "--backend", "langevin")
+    assert code == 0, err
+    default = json.loads(out)["sampler"]
+    code, out, err = run(*base, "--eps", "0.1", "--backend", "langevin", "--schedule", "stationary")
+    assert code == 0, err
+    stationary = json.loads(out)["sampler"]
+    assert (default["schedule"], stationary["schedule"]) == ("utility", "stationary")
+    assert default["steps"] < stationary["steps"]
+    code, out, err = run(*base, "--eps", "0.1", "--backend", "imh", "--schedule", "utility")
+    assert code == 2 and "schedule does not apply to backend='imh'" in err
