@@ -337,3 +337,43 @@ def test_dask_input_gives_the_same_statistic_and_errors():
         with pytest.raises(pb.DataError) as info:
             linear_statistic(spec, (da.from_array(x, chunks=(777, 3)), da.from_array(y)))
     assert (info.value.column, info.value.index, info.value.count) == ("y", 4321, 1)
+
+
+def test_noise_beyond_the_int64_release_is_refused_before_any_charge(tmp_path):
+    """A tiny eps makes sigma so large that the noisy int64 vector would overflow (the
+    sampler raised OverflowError after the charge, or the sum wrapped silently): refused
+    from public inputs (n, d, sigma^2) before anything is charged, with a typed error."""
+    model = pb.BayesianLinearRegression(0.1, 1.0, 1.0, 0.5)
+    ledger = _ledger(tmp_path)
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-0.5, 0.5, (50, 2)), rng.uniform(-1, 1, 50)
+    for eps in (1e-25, 1e-18):
+        with pytest.raises(pb.InfeasiblePrivacyError, match="int64") as info:
+            pb.posterior(model, (x, y), LAM, eps, ledger=ledger, dataset="d", rng=1)
+        assert info.value.reachable["min_eps"] > eps
+    assert ledger.status("d")[0]["charges"] == []
+    # the reachable eps is feasible, and its noise stays inside the int64 range
+    post = pb.posterior(
+        model, (x, y), LAM, 1.0001 * info.value.reachable["min_eps"], ledger=ledger,
+        dataset="d", rng=2,
+    )  # fmt: skip
+    sigma = math.sqrt(post.noise["sigma2"])
+    assert 40 * sigma + 50 * 2**33 < 2**63
+
+
+def test_calibrate_noise_and_plan_refuse_linear_without_d():
+    """spec_of(linear) has Delta^2 = 0 until d is known: calibrate_noise certified eps = 0
+    for it (a certificate below the release's) and plan() raised ZeroDivisionError."""
+    from privbayes.posterior import calibrate_noise, spec_of
+    from privbayes.posterior.linear import linear_release_spec
+    from privbayes.posterior.planning import plan
+
+    model = pb.BayesianLinearRegression(0.1, 1.0, 1.0, 0.5)
+    with pytest.raises(ValueError, match="depends on the number of features"):
+        calibrate_noise(model, 100, LAM, 1.0)
+    spec = linear_release_spec(spec_of(model), 2)
+    cal = calibrate_noise(model, 100, LAM, 1.0, spec)
+    want = Fraction(LAM) * linear_sensitivity_sq(2) / (2 * Fraction(cal.model.sigma2))
+    assert 0 < want <= cal.eps <= 1.0
+    with pytest.raises(TypeError, match="linear regression"):
+        plan(model, 100, LAM, width=0.1)

@@ -327,6 +327,38 @@ def linear_release_spec(spec, d: int):
     )
 
 
+NOISE_TAIL = 40  # |N_Z(0, sigma^2)| > 40 sigma has probability ~e^-800 (data-independent)
+INT64_MAX = (1 << 63) - 1
+
+
+def check_noise_range(spec: LinearNoiseAwareSpec, dim: int, n: int, lam, sigma2) -> None:
+    """Refuse, from public inputs and before any charge, a sigma so large that the noisy
+    int64 vector could overflow. Every entry of the statistic is at most n P in magnitude
+    (|u_a u_b|, |u_a v|, |h u_a|, |h v|, v^2 <= P: §N1), so n P + 40 sigma < 2^63 is
+    required (|N_Z(0, sigma^2)| > 40 sigma has probability ~e^-800, whatever the data).
+    Beyond it the discrete Gaussian sampler raised OverflowError after the charge, or the
+    sum wrapped around. ``dim``: the statistic's length (d follows). Raises
+    InfeasiblePrivacyError with ``reachable["min_eps"]``, the smallest eps at ``lam``
+    whose sigma fits (rounded up)."""
+    from ..certified import round_up
+    from ..errors import InfeasiblePrivacyError
+
+    fi = spec.fit_intercept
+    d = _dim_to_p(dim, fi) - int(fi)
+    room = INT64_MAX - int(n) * grid_norm_sq_bound(d)
+    s2 = Fraction(sigma2)
+    if room > 0 and NOISE_TAIL * NOISE_TAIL * s2 < Fraction(room) ** 2:
+        return
+    limit = Fraction(max(room, 1) - 1, NOISE_TAIL) ** 2  # sigma^2 below it fits
+    min_eps = round_up(Fraction(lam) * linear_sensitivity_sq(d, spec.h) / (2 * limit))
+    raise InfeasiblePrivacyError(
+        f"the noise for this eps (sigma^2 = {float(s2):.3g}) would leave the int64 range of "
+        f"the released statistic (n P + 40 sigma >= 2^63 at n = {n}, d = {d}): ask for eps "
+        f">= {min_eps:.3g} at lam={float(lam)!r}",
+        reachable={"min_eps": min_eps},
+    )
+
+
 def check_d(d: int) -> None:
     if d < 1:
         raise ValueError("X has d = 0 features; need at least one")

@@ -121,6 +121,11 @@ def plan(model, n, lam, *, width, prob: float = 0.9, at=None) -> Plan:
     width exceeds ``width``; ValueError/TypeError for bad arguments.
     """
     spec = spec_of(model)
+    if spec.kind == "linear":
+        raise TypeError(
+            "plan() has no width criterion for linear regression (its posterior is sampled by "
+            "importance sampling, docs/linear_regression.md §N4); use privbayes.posterior"
+        )
     n = check_n(n)
     if n < 1:
         raise ValueError("n must be >= 1 to plan a release")

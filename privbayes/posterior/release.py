@@ -53,6 +53,12 @@ def calibrate_noise(model, n: int, lam: float, eps: float, spec: Spec | None = N
     the float range; TypeError for a model without a noise-aware posterior.
     """
     spec = spec_of(model) if spec is None else spec
+    if spec.kind == "linear" and spec.dim == 0:
+        raise ValueError(
+            "linear regression's sensitivity Delta^2 depends on the number of features d "
+            "(docs/linear_regression.md §N2): pass spec=privbayes.posterior.linear."
+            "linear_release_spec(spec_of(model), d), or release with privbayes.posterior"
+        )
     if n == 0:  # nothing to protect: the curve is 0 whatever the noise
         sigma2 = calibrate_sigma2(lam, eps, spec.sensitivity_sq) if eps > 0 else 1.0
     elif eps == 0:
@@ -63,6 +69,10 @@ def calibrate_noise(model, n: int, lam: float, eps: float, spec: Spec | None = N
         )
     else:
         sigma2 = calibrate_sigma2(lam, eps, spec.sensitivity_sq)
+    if spec.kind == "linear" and n > 0 and spec.dim > 0:  # the int64 release vector
+        from .linear import check_noise_range
+
+        check_noise_range(spec.kernel, spec.dim, n, lam, sigma2)
     mech = DiscreteGaussianMechanism(sigma2, spec.sensitivity_sq, spec.dim, spec.label, model)
     certified = float(mech.rdp(n, lam))
     if not certified <= eps:  # unreachable: calibrate_sigma2 solves this exactly
