@@ -21,3 +21,46 @@ def test_linear_and_logistic_models_construct():
     assert lin.schedule is not None
     assert pb.BayesianLogisticRegression(beta=0.01).schedule is not None
     assert pb.BayesianPoissonRegression(beta=0.01, c=1.0, max_count=5, radius=1.0)
+
+
+def _untouched(fn, exc, match):
+    acc = pb.accounting.default_accountant()
+    pb.accounting.reset_default_accountant()
+    with pytest.raises(exc, match=match):
+        fn()
+    assert acc.get_epsilon(1e-6) == 0.0
+
+
+def test_noise_aware_huge_lam_message_is_finite():
+    # was "ask for eps >= inf": float(lam) * float(Delta^2) overflowed in the hint
+    x, y = _data()
+    lin = pb.BayesianLinearRegression(beta=1e-2, c=1.0, y_bound=2.0, noise_sd=0.3)
+    err = pb.InfeasiblePrivacyError
+    _untouched(lambda: pb.posterior(lin, (x, y), lam=1e300, eps=1.0), err, r"eps >= \d")
+    from privbayes.noise.discrete_gaussian import calibrate_sigma2
+
+    with pytest.raises(err, match="smaller lam"):  # no float eps reaches it
+        calibrate_sigma2(1e300, 1.0, 10**400)
+
+
+def test_poisson_refuses_beta_auto_at_construction():
+    # was accepted, then a bare TypeError ('str' / 'float') inside sample()
+    with pytest.raises(ValueError, match="logistic regression only"):
+        pb.BayesianPoissonRegression(beta="auto", c=1.0, max_count=20, radius=2.0)
+
+
+def test_langevin_pure_dp_hint_names_a_backend_the_model_has():
+    # the refusal told Poisson / linear users to use backend='imh', which they do not have
+    x, y = _data()
+    yc = np.minimum(np.abs(np.rint(y * 3)), 20)
+    poi = pb.BayesianPoissonRegression(beta=0.01, c=1.0, max_count=20, radius=2.0)
+    with pytest.raises(pb.InfeasiblePrivacyError) as info:
+        pb.sample(poi, (x, yc), lam=float("inf"), eps=1.0)
+    assert "imh" not in str(info.value)
+    lin = pb.BayesianLinearRegression(beta=1e-2, c=1.0, y_bound=2.0, noise_sd=0.3,
+                                      radius=2.0, backend="langevin")  # fmt: skip
+    with pytest.raises(pb.InfeasiblePrivacyError, match="backend='exact'"):
+        pb.sample(lin, (x, y), lam=float("inf"), eps=1.0)
+    with pytest.raises(ValueError) as info:
+        pb.sample(lin, (x, y), lam=2.0, eps=1.0, method="ops")
+    assert "imh" not in str(info.value)

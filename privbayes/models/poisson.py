@@ -45,6 +45,10 @@ class BayesianPoissonRegression(BallGLM):
         step_scale: float | None = None,
         max_steps: int | None = None,
     ) -> None:
+        if isinstance(beta, str):
+            raise ValueError(
+                "beta must be a number > 0 (beta='auto' is defined for logistic regression only)"
+            )
         if radius is None:
             raise ValueError("radius is required for Poisson regression (the ball ||w|| <= R)")
         family = PoissonLog(max_count, radius)

@@ -297,7 +297,15 @@ def calibrate_sigma2(lam: float, eps: float, sensitivity_sq) -> float:
     exact = Fraction(lam) * Fraction(sensitivity_sq) / (2 * Fraction(eps))
     sigma2 = round_up(exact)  # >= the exact root, so the certificate below is <= eps
     if not math.isfinite(sigma2):
-        floor = float(lam) * float(sensitivity_sq) / 2.0 / 1.7e308
+        # exact: float(lam) * float(Delta^2) overflows for a huge lam while the bound is finite
+        exact_floor = Fraction(lam) * Fraction(sensitivity_sq) / (2 * Fraction(1.7e308))
+        if exact_floor > Fraction(1.7e308):  # no float eps reaches it at this lam
+            raise InfeasiblePrivacyError(
+                f"lam={lam:g} is too large for the discrete Gaussian: sigma^2 = lam Delta^2 / "
+                "(2 eps) exceeds the float range for every float eps; choose a smaller lam",
+                reachable={"lam": "smaller"},
+            )
+        floor = round_up(exact_floor)
         raise InfeasiblePrivacyError(
             f"eps={eps:g} needs sigma^2 = lam Delta^2 / (2 eps) above the float range; ask "
             f"for eps >= {floor:.3g}",

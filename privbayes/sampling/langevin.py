@@ -214,7 +214,7 @@ def model_rdp(model, n: int, orders, r: float, m: float, method: str, sampler=No
 
     ``sampler`` None recomputes the public schedule for (n, r, m).
     """
-    _refuse_ops(method)
+    _refuse_ops(method, model)
     fam = _family(model)
     lam = np.asarray(orders, dtype=float)
     if sampler is None:
@@ -253,13 +253,21 @@ def _longest_run(sched: dict, stationary: dict, fits) -> dict:
     return dict(sched, steps=lo, capped=False, extended=lo > int(sched["steps"]))
 
 
-def _refuse_ops(method: str) -> None:
+def _exact_alternative(model) -> str | None:
+    """The model's back-end with exact draws (OPS, a finite eps at lam = inf), if any: "imh"
+    for the logistic families, "exact" for linear regression, None for Poisson."""
+    backends = getattr(model, "backends", ("imh",))
+    return next((b for b in ("imh", "exact") if b in backends), None)
+
+
+def _refuse_ops(method: str, model=None) -> None:
     if method == "ops":
+        alt = _exact_alternative(model)
         raise ValueError(
             "method='ops' is not available with backend='langevin': OPS certifies exact "
             "draws from a truncated posterior, and Langevin's certificate is for its own "
-            "K-step output law. Use method='diffused', 'concentrated' or 'direct', or "
-            "backend='imh' for OPS"
+            "K-step output law. Use method='diffused', 'concentrated' or 'direct'"
+            + (f", or backend={alt!r} for OPS" if alt else "")
         )
 
 
@@ -271,7 +279,7 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
     Raises ValueError for method="ops", InfeasiblePrivacyError at lam = inf (Gaussian noise
     has no finite pure-DP bound) or when direct cannot meet eps (saying what it reaches).
     """
-    _refuse_ops(method)
+    _refuse_ops(method, model)
     if n == 0:  # nothing to protect: the release ignores the (empty) data
         return Calibration(method, 1.0, 1.0, lam, 0.0, eps, 0, None, 0, model)
     if eps == 0:
@@ -280,10 +288,12 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
             reachable={"eps": "> 0"},
         )
     if math.isinf(lam):
+        alt = _exact_alternative(model)
+        hint = {"imh": ", or use backend='imh' with method='ops'",
+                "exact": ", or use backend='exact'"}.get(alt, "")  # fmt: skip
         raise InfeasiblePrivacyError(
             "backend='langevin' has no finite eps at lam=inf (Gaussian noise gives no pure DP; "
-            "its curve grows like lam); ask for a finite lam, or use backend='imh' with "
-            "method='ops'",
+            f"its curve grows like lam); ask for a finite lam{hint}",
             reachable={"lam": "finite"},
         )
     c = model._c_cert()
