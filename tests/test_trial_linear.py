@@ -64,3 +64,25 @@ def test_langevin_pure_dp_hint_names_a_backend_the_model_has():
     with pytest.raises(ValueError) as info:
         pb.sample(lin, (x, y), lam=2.0, eps=1.0, method="ops")
     assert "imh" not in str(info.value)
+
+
+@pytest.mark.xfail(strict=True, reason="left open: the sample route refuses a (n, 1) y that "
+                   "posterior() and PrivateLinearRegression accept")  # fmt: skip
+def test_sample_accepts_column_y_like_posterior():
+    x, y = _data()
+    lin = pb.BayesianLinearRegression(beta=1e-2, c=1.0, y_bound=2.0, noise_sd=0.3)
+    pb.posterior(lin, (x, y[:, None]), lam=2.0, eps=1.0)  # accepted
+    pb.sample(lin, (x, y[:, None]), lam=2.0, eps=1.0)  # ValueError
+
+
+@pytest.mark.xfail(strict=True, reason="left open (accounting, not this feature): the default "
+                   "accountant reports eps = inf after one finite-curve release")  # fmt: skip
+def test_default_accountant_finite_after_a_large_eps_release():
+    x, y = _data()
+    lin = pb.BayesianLinearRegression(beta=1e-2, c=1.0, y_bound=2.0, noise_sd=0.3)
+    acc = pb.accounting.default_accountant()
+    pb.accounting.reset_default_accountant()
+    rel = pb.sample(lin, (x, y), lam=2.0, eps=5000.0)
+    # RDP -> DP at order 2 alone: eps(2) + log(1/delta) / (2 - 1), plus the release's tv
+    assert acc.get_epsilon(1e-3) <= rel.eps + np.log(1e3) + 1.0
+    pb.accounting.reset_default_accountant()
