@@ -408,7 +408,7 @@ class BayesianLogisticRegression(Frozen):
         if not isinstance(schedule, str) or schedule not in LANGEVIN_SCHEDULES:
             raise ValueError(f"schedule must be one of {LANGEVIN_SCHEDULES}; got {schedule!r}")
         # Langevin's rule ("auto": its Langevin candidate's); None where no Langevin runs
-        self.schedule = schedule if backend in _OPTION_BACKENDS["schedule"] else None
+        self.schedule = schedule if backend in OPTION_BACKENDS["schedule"] else None
         self._freeze()
 
     def __repr__(self) -> str:
