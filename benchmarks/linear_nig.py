@@ -18,9 +18,9 @@ import time
 import warnings
 
 import numpy as np
+from linear_noise_aware import population  # noqa: E402 (run from benchmarks/)
 
 import privbayes as pb
-from linear_noise_aware import population  # noqa: E402 (run from benchmarks/)
 
 A0, B0 = 4.0, 0.75  # sigma^2 prior mean 0.25 (sigma around 0.5)
 PRIOR_W = 0.25  # n beta: w | sigma^2 has sd 2 sigma

@@ -37,6 +37,15 @@ class LinearNIGPosterior(LinearPosterior):
     """
 
     def __init__(self, spec, n, statistic, sigma2, *, rng=None, proposals: int = PROPOSALS):
+        self._setup(spec, n, statistic, sigma2)
+        self._fit_gaussian()
+        rng = np.random.default_rng() if rng is None else rng
+        self.proposals = int(proposals)
+        self._w, self._lw, self.diagnostics = self._fit(rng, self.proposals)
+
+    def _setup(self, spec, n, statistic, sigma2) -> None:
+        """Everything but the fit: the statistic in grid units, the noise variances, the
+        prior in grid coordinates."""
         if spec.noise_sd is not None:
             raise ValueError("LinearNIGPosterior is for noise_sd=None (an unknown variance)")
         self.spec, self.n, self.sigma2 = spec, int(n), sigma2
@@ -65,10 +74,6 @@ class LinearNIGPosterior(LinearPosterior):
         if fi:
             mask[-1, -1] = 0.0
         self.mask = mask
-        self._fit_gaussian()
-        rng = np.random.default_rng() if rng is None else rng
-        self.proposals = int(proposals)
-        self._w, self._lw, self.diagnostics = self._fit(rng, self.proposals)
 
     @property
     def _dim(self) -> int:
@@ -118,34 +123,39 @@ class LinearNIGPosterior(LinearPosterior):
         return np.where(np.isfinite(out), out, -np.inf)
 
     def _fit_gaussian(self) -> None:
-        """Starting point: alternate generalised least squares for w at s^2 and the
-        conjugate update of s^2 from C~ (the residual sum of squares floored at 0, the
-        prior's b0 and a0 added: never 0 even when the noise makes C~ small or negative);
-        then damped Newton steps on the exact log density (§N6)."""
+        """Starting point (§N6): alternate generalised least squares for w at s^2 and the
+        maximiser of the exact log density over a grid of log s^2 at that w (the grid spans
+        the prior's mode and the moment estimate from C~, each +-8: robust when the release
+        noise makes C~ small or negative); then damped Newton steps on the exact log
+        density."""
         p, n = self.p, self.n
-        s2 = self.b0g / (self.a0 + 1.0)  # the prior's mode
+        t_prior = np.log(self.b0g / (self.a0 + 1.0))  # the prior's mode of log s^2
+        t = t_prior
         m = np.zeros(p)
-        for _ in range(30):
-            phi = np.concatenate([m, [np.log(s2)]])
-            s = self._joint_cov(phi)[:p, :p]
+        for _ in range(4):
+            s2 = float(np.exp(t))
+            s = self._joint_cov(np.concatenate([m, [t]]))[:p, :p]
             si_a = np.linalg.solve(s, self.A)
             prec = np.diag(self.prior_prec / s2) + self.A.T @ si_a
             m = np.linalg.solve(prec, si_a.T @ self.b)
-            rss = max(self.C - 2.0 * m @ self.b + m @ self.A @ m, 0.0)
-            new = (self.b0g + 0.5 * rss) / (self.a0 + 1.0 + 0.5 * n)
-            done = abs(new - s2) <= 1e-10 * s2
-            s2 = new
-            if done:
+            rss = self.C - 2.0 * m @ self.b + m @ self.A @ m
+            t_data = np.log(rss / n) if rss > 0 else t_prior
+            grid = np.linspace(min(t_prior, t_data) - 8.0, max(t_prior, t_data) + 8.0, 321)
+            phi = np.column_stack([np.tile(m, (grid.size, 1)), grid])
+            f = self.log_density(phi)
+            if not np.any(np.isfinite(f)):
                 break
+            t = float(grid[int(np.argmax(f))])
+        s2 = float(np.exp(t))
         cov = np.zeros((p + 1, p + 1))
         cw = np.linalg.inv(prec)
         cov[:p, :p] = 0.5 * (cw + cw.T)
         info = 0.5 * n * n * s2 * s2 / (2.0 * n * s2 * s2 + self.tau2_c) + self.a0
         cov[p, p] = 1.0 / info
-        self.loc, self.cov = np.concatenate([m, [np.log(s2)]]), cov
+        self.loc, self.cov = np.concatenate([m, [t]]), cov
         self._newton()
 
-    def _newton(self, steps: int = 30, h: float = 0.1) -> None:
+    def _newton(self, steps: int = 60, h: float = 0.1) -> None:
         """Damped Newton ascent of the exact log density from the starting point: gradient
         and Hessian by central differences in the coordinates whitened by the current
         covariance, steps capped at 1 (whitened) and halved until the density rises; the

@@ -283,8 +283,9 @@ class PrivatePosterior:
         group (dims chain, draw and, for Dirichlet, category), split into ``chains`` chains
         (for Dirichlet the Gibbs sampler's own chains; for BayesianLinearRegression with
         noise_sd=None also the variable ``noise_sd``, drawn jointly with ``w``), and the
-        certificate and the public noisy statistic in its attrs. It has no observed_data, log_likelihood or any other
-        group: nothing in it is computed on the private data. Needs ArviZ."""
+        certificate and the public noisy statistic in its attrs. It has no observed_data,
+        log_likelihood or any other group: nothing in it is computed on the private data.
+        Needs ArviZ."""
         import arviz as az
 
         draws = _check_draws(draws, "draws")
