@@ -127,7 +127,12 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         for the whole fit (docs/dp_target.md).
     beta, c, y_bound, noise_sd : the model's public prior precision per record, row bound,
         response bound and noise sd (defaults 0.01, 1, 1, 1). Choose them before seeing the
-        data.
+        data. noise_sd=None: the noise sd is unknown, with the Normal-Inverse-Gamma prior
+        (sigma^2 ~ IG(noise_prior), w | sigma^2 ~ N(0, sigma^2 (n beta)^-1);
+        docs/linear_regression.md §N6): the noise-aware route only (ValueError, before the
+        data are read, for route="sample", a pure-DP target or a sample-only option).
+    noise_prior : (a0, b0) with noise_sd=None only; None (default): the model's public
+        default (2, y_bound^2 / 16) (:func:`privbayes.models.linear.default_noise_prior`).
     fit_intercept : False (default) or True: append the constant column s; ``intercept_``
         is then fitted (else 0). intercept_scaling : s in (0, c) (default c / 2), with
         ``fit_intercept`` only. The two routes put the prior N(0, (n beta)^-1) on the
@@ -155,6 +160,8 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : (n_features,); intercept_ : float; n_features_in_ : int.
+    noise_sd_ : float, the noise sd used: ``noise_sd``, or with noise_sd=None the posterior
+        mean of sigma (intervals by ``posterior_.noise_sd_interval(prob)``).
     route_ : the route taken. posterior_ : the :class:`privbayes.PrivatePosterior`
         (noise-aware route; intervals by ``posterior_.interval(prob)``: coefficients, then
         the intercept) or None. samples_ : the released draws (sample route: (n_samples,
@@ -179,7 +186,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         beta: float = 0.01,
         c: float = 1.0,
         y_bound: float = 1.0,
-        noise_sd: float = 1.0,
+        noise_sd: float | None = 1.0,
         fit_intercept: bool = False,
         intercept_scaling: float | None = None,
         route: str = "auto",
@@ -193,6 +200,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         ledger=None,
         dataset: str | None = None,
         note: str | None = None,
+        noise_prior: tuple[float, float] | None = None,
     ) -> None:
         self.lam = lam
         self.eps = eps
@@ -214,6 +222,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         self.ledger = ledger
         self.dataset = dataset
         self.note = note
+        self.noise_prior = noise_prior
 
     def __sklearn_clone__(self):
         """clone(), sharing a :class:`privbayes.Ledger` instance (as the logistic one)."""
@@ -245,10 +254,17 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         extra = {}
         if self.max_steps is not None:
             extra["max_steps"] = self.max_steps
+        if self.noise_sd is None and route == "sample":
+            raise ValueError(
+                "noise_sd=None (an unknown noise variance, docs/linear_regression.md §N6) has "
+                "the noise-aware route only; the sample route's certificates need a public "
+                "noise_sd (route='sample', a pure-DP target and the sample-only options "
+                "method, n_samples, backend, radius, max_steps do not apply)"
+            )
         model = BayesianLinearRegression(
             self.beta, self.c, self.y_bound, self.noise_sd, self.radius,
-            fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-            backend=self.backend, **extra,
+            noise_prior=self.noise_prior, fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling, backend=self.backend, **extra,
         )  # fmt: skip
         return route, model, lam, delta, k, method
 
@@ -319,6 +335,10 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
             if route == "noise-aware":
                 post = posterior(model, (X, y), lam, self.eps, delta=delta, rng=rng, **charge)
                 w = np.asarray(post.mean(), dtype=float)
+                if self.noise_sd is None:
+                    self.noise_sd_ = float(post.law.noise_sd_mean())
+                else:
+                    self.noise_sd_ = float(model.noise_sd)
                 self.posterior_, self.samples_ = post, None
                 self.calibration_ = None
                 info = {
@@ -340,6 +360,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
                 )  # fmt: skip
                 self.samples_ = np.atleast_2d(np.array(release.value, dtype=float))
                 w = self.samples_.mean(axis=0)
+                self.noise_sd_ = float(model.noise_sd)
                 self.posterior_ = None
                 self.calibration_ = release.calibration
                 info = {

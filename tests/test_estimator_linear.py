@@ -19,6 +19,7 @@ from privbayes.estimators_linear import choose_route
 # checks) and a loose eps (the checks test API conventions, not privacy).
 NOISE_AWARE = PrivateLinearRegression(eps=5.0, y_bound=3.0, clip=True, random_state=0)
 SAMPLE = clone(NOISE_AWARE).set_params(route="sample")
+UNKNOWN_SD = clone(NOISE_AWARE).set_params(noise_sd=None)  # docs/linear_regression.md §N6
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +29,7 @@ def _quiet():
         yield
 
 
-@parametrize_with_checks([NOISE_AWARE, SAMPLE])
+@parametrize_with_checks([NOISE_AWARE, SAMPLE, UNKNOWN_SD])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

@@ -36,7 +36,13 @@ from ..errors import InfeasiblePrivacyError
 from ..glm.linear import LinearGaussian
 from .logistic import BayesianLogisticRegression, _with_rounding_allowance
 
-__all__ = ["DEFAULT_MARGIN", "BallGLM", "BayesianLinearRegression", "default_radius"]
+__all__ = [
+    "DEFAULT_MARGIN",
+    "BallGLM",
+    "BayesianLinearRegression",
+    "default_noise_prior",
+    "default_radius",
+]
 
 DEFAULT_MARGIN = 10.0  # default radius: the mean bound plus (sqrt(d) + 10) prior sds
 LINEAR_METHODS = ("direct", "diffused", "concentrated", "ops")
@@ -56,6 +62,13 @@ def default_radius(n: int, d: int, beta: float, c: float, y_bound: float, noise_
     sigma = noise_sd
     mean = min(c * y_bound / (sigma * sigma * beta), y_bound / (2.0 * sigma * math.sqrt(beta)))
     return (mean + (math.sqrt(d) + DEFAULT_MARGIN) / math.sqrt(n * beta)) * (1.0 + 1e-6)
+
+
+def default_noise_prior(y_bound: float) -> tuple[float, float]:
+    """The public default inverse-gamma prior of sigma^2 for noise_sd=None
+    (docs/linear_regression.md §N6): (a0, b0) = (2, y_bound^2 / 16), prior mean of sigma^2
+    y_bound^2 / 16 (sigma around y_bound / 4, inside the response bound), infinite variance."""
+    return 2.0, float(y_bound) ** 2 / 16.0
 
 
 class BallGLM(BayesianLogisticRegression):
@@ -174,7 +187,16 @@ class BayesianLinearRegression(BallGLM):
     c : float > 0, the public bound on feature rows, ||x||_2 <= c (with an intercept, on
         the row [x, s]).
     y_bound : float > 0, the public bound on responses, |y| <= y_bound.
-    noise_sd : float > 0, the public noise standard deviation sigma of y = w.x + N(0, sigma^2).
+    noise_sd : float > 0, the public noise standard deviation sigma of y = w.x + N(0, sigma^2);
+        or None: sigma unknown, with the Normal-Inverse-Gamma prior sigma^2 ~ IG(a0, b0),
+        w | sigma^2 ~ N(0, sigma^2 (n beta)^-1 I) (docs/linear_regression.md §N6). Then only
+        the noise-aware route runs (``privbayes.posterior`` or ``sample(...,
+        method="noise-aware")``); every posterior-sampling method raises ValueError before
+        the data are read or anything is charged (their certificates need a known sigma).
+    noise_prior : (a0, b0), with noise_sd=None only: the public inverse-gamma prior of
+        sigma^2 (density proportional to (sigma^2)^-(a0+1) exp(-b0 / sigma^2), sigma in y's
+        units). Default (None): :func:`default_noise_prior`, (2, y_bound^2 / 16): prior mean
+        of sigma^2 y_bound^2 / 16, infinite prior variance.
     radius : float > 0 or None, the ball's radius R (public). None: the default of
         :func:`default_radius`, resolved per release from the public n and d; it holds all
         but a negligible, public share of the tempered posterior for every data set. A
@@ -210,9 +232,10 @@ class BayesianLinearRegression(BallGLM):
         beta: float = 0.01,
         c: float = 1.0,
         y_bound: float = 1.0,
-        noise_sd: float = 1.0,
+        noise_sd: float | None = 1.0,
         radius: float | None = None,
         *,
+        noise_prior: tuple[float, float] | None = None,
         fit_intercept: bool = False,
         intercept_scaling: float | None = None,
         backend: str = "auto",
@@ -225,9 +248,27 @@ class BayesianLinearRegression(BallGLM):
             raise ValueError(
                 "beta must be a number > 0 (beta='auto' is defined for logistic regression only)"
             )
-        family = LinearGaussian(y_bound, noise_sd, radius)
-        self._init_ball(family, backend)
-        self.y_bound, self.noise_sd = family.y_bound, family.noise_sd
+        if noise_sd is None:  # unknown variance: the noise-aware route only (§N6)
+            from ..glm.linear import check_bounded_family
+            from ..posterior.linear import check_noise_prior
+
+            y_bound = check_bounded_family(y_bound, "y_bound")
+            if radius is not None:
+                check_bounded_family(radius, "radius")
+            prior = default_noise_prior(y_bound) if noise_prior is None else noise_prior
+            self.noise_prior = check_noise_prior(prior)
+            self._init_ball(None, backend)
+            self.y_bound, self.noise_sd = y_bound, None
+        else:
+            if noise_prior is not None:
+                raise ValueError(
+                    "noise_prior applies with noise_sd=None only (an unknown noise variance); "
+                    f"got noise_sd={noise_sd!r}"
+                )
+            family = LinearGaussian(y_bound, noise_sd, radius)
+            self._init_ball(family, backend)
+            self.y_bound, self.noise_sd = family.y_bound, family.noise_sd
+            self.noise_prior = None
         super().__init__(
             beta, c, radius, backend=backend, fit_intercept=fit_intercept,
             intercept_scaling=intercept_scaling, delta_f=delta_f, max_proposals=max_proposals,
@@ -236,6 +277,8 @@ class BayesianLinearRegression(BallGLM):
 
     def __repr__(self) -> str:
         extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
+        if self.noise_sd is None:
+            extra = f", noise_prior={self.noise_prior!r}" + extra
         return (
             f"BayesianLinearRegression(beta={self.beta!r}, c={self.c!r}, "
             f"y_bound={self.y_bound!r}, noise_sd={self.noise_sd!r}, radius={self.radius!r}, "
@@ -248,6 +291,7 @@ class BayesianLinearRegression(BallGLM):
         keep = {k: v for k, v in self._options.items() if backend in OPTION_BACKENDS[k]}
         return type(self)(
             beta=beta, c=self.c, y_bound=self.y_bound, noise_sd=self.noise_sd,
+            noise_prior=self.noise_prior,
             radius=self.radius if radius is None else radius, backend=backend,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling, **keep,
         )  # fmt: skip
@@ -263,12 +307,28 @@ class BayesianLinearRegression(BallGLM):
         from ..posterior.linear import LinearNoiseAwareSpec
 
         return LinearNoiseAwareSpec(
-            self.beta, self.feature_bound, self.y_bound, self.noise_sd, self.fit_intercept
-        )
+            self.beta, self.feature_bound, self.y_bound, self.noise_sd, self.fit_intercept,
+            noise_prior=self.noise_prior,
+        )  # fmt: skip
+
+    # -- noise_sd=None: the posterior-sampling route is refused, from public inputs --------
+    def _require_noise_sd(self) -> None:
+        if self.noise_sd is None:
+            raise ValueError(
+                "BayesianLinearRegression(noise_sd=None) (an unknown noise variance) has the "
+                "noise-aware route only: use privbayes.posterior(model, (X, y), ...) or "
+                "sample(..., method='noise-aware'); the posterior-sampling certificates "
+                "(docs/linear_regression.md §3) need a public noise_sd"
+            )
+
+    def _statistics(self, data):
+        self._require_noise_sd()  # before the data are read
+        return super()._statistics(data)
 
     def resolve_beta(self, n: int, d: int):
         """The model with the default radius resolved for n public records of d weights
         (the intercept's column counted); itself when the radius is set."""
+        self._require_noise_sd()
         if self.radius is not None:
             return self
         from ..validation import check_n
@@ -297,6 +357,7 @@ class BayesianLinearRegression(BallGLM):
         """Certified RDP curve; backend="exact": the minimum of the zCDP-type curve and the
         pure-DP curve of eps0 = 2 r Delta (both proven for the truncated posterior, §3c),
         plus the rounding allowance of ``sampler``."""
+        self._require_noise_sd()
         curve = super().rdp(n, orders, r, m, method, sampler)
         if self.backend == "exact" and method != "ops" and check_n_positive(n):
             lam = np.asarray(orders, dtype=float)
@@ -306,6 +367,7 @@ class BayesianLinearRegression(BallGLM):
         return curve
 
     def _calibrate(self, n: int, lam: float, eps: float, method: str) -> Calibration:
+        self._require_noise_sd()
         mechanisms.check_method(method, self.methods)
         if self.backend == "exact" and n > 0 and eps > 0 and method in ("direct", "diffused"):
             # the pure-DP side of the minimum may allow a larger r (or make direct feasible)
@@ -371,6 +433,7 @@ class BayesianLinearRegression(BallGLM):
     def _check_release(self, n: int, d: int, cal: Calibration, size=None) -> float:
         """Public checks before any charge; returns the total variation added to delta
         (exact: delta_f plus the ball test's shell, docs/linear_regression.md §4)."""
+        self._require_noise_sd()
         self._require_radius()
         if self.backend == "auto":
             raise ValueError("resolve backend='auto' first (model._resolve)")
@@ -382,6 +445,7 @@ class BayesianLinearRegression(BallGLM):
         """``auto``: exact when its public plan fits these public inputs (one pass over the
         data and a d x d factorisation: always cheaper than Langevin's K passes), else
         Langevin; OPS needs exact. Public inputs only."""
+        self._require_noise_sd()
         self._require_radius()
         if self.backend != "auto":
             return self
@@ -402,6 +466,7 @@ class BayesianLinearRegression(BallGLM):
         return self.with_backend("langevin")
 
     def _draw(self, xy, cal, rng, size=None, *, progressbar=False, on_bad_diagnostics="raise"):
+        self._require_noise_sd()
         self._require_radius()
         if self.backend == "exact":
             from ..sampling.exact_gaussian import release_draw

@@ -77,7 +77,10 @@ class LinearNoiseAwareSpec:
     """The public inputs of the noise-aware linear regression release and posterior.
 
     beta : prior precision per record (w ~ N(0, (n beta)^-1 I)). c : bound on ||x||.
-    y_bound : bound on |y|. noise_sd : the known sd of y around w.x. fit_intercept : append
+    y_bound : bound on |y|. noise_sd : the known sd of y around w.x, or None: unknown, with
+    the Normal-Inverse-Gamma prior sigma^2 ~ IG(a0, b0), w | sigma^2 ~ N(0, sigma^2 (n
+    beta)^-1 I) (docs/linear_regression.md §N6). noise_prior : (a0, b0), public, with
+    noise_sd=None only (checked by :func:`check_noise_prior`). fit_intercept : append
     the constant column 1 (its coefficient last, same prior). intercept_scaling : the
     intercept column's value on the grid, as a fraction of the grid unit (h = scaling *
     2^16; default 1/2: docs/linear_regression.md §N2 on the trade-off).
@@ -86,13 +89,23 @@ class LinearNoiseAwareSpec:
     beta: float
     c: float
     y_bound: float
-    noise_sd: float
+    noise_sd: float | None
     fit_intercept: bool = False
     intercept_scaling: float = 0.5
+    noise_prior: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("beta", "c", "y_bound", "noise_sd"):
+        for name in ("beta", "c", "y_bound"):
             object.__setattr__(self, name, check_positive(getattr(self, name), name))
+        if self.noise_sd is None:
+            object.__setattr__(self, "noise_prior", check_noise_prior(self.noise_prior))
+        else:
+            object.__setattr__(self, "noise_sd", check_positive(self.noise_sd, "noise_sd"))
+            if self.noise_prior is not None:
+                raise ValueError(
+                    "noise_prior applies with noise_sd=None only (an unknown noise variance); "
+                    f"got noise_sd={self.noise_sd!r} and noise_prior={self.noise_prior!r}"
+                )
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise TypeError(f"fit_intercept must be a bool; got {self.fit_intercept!r}")
         s = check_positive(self.intercept_scaling, "intercept_scaling")
@@ -108,6 +121,28 @@ class LinearNoiseAwareSpec:
     def h(self) -> int:
         """The intercept column on the grid (an integer; 0 without intercept)."""
         return round(self.intercept_scaling * GRID) if self.fit_intercept else 0
+
+
+def check_noise_prior(prior) -> tuple[float, float]:
+    """(a0, b0) of the inverse-gamma prior sigma^2 ~ IG(a0, b0) (density proportional to
+    (sigma^2)^-(a0 + 1) exp(-b0 / sigma^2); sigma in y's units): two finite numbers in
+    [1e-100, 1e100]. TypeError for a non-pair or a non-number, ValueError otherwise."""
+    if isinstance(prior, str) or not isinstance(prior, tuple | list) or len(prior) != 2:
+        raise TypeError(
+            f"noise_prior must be a pair (a0, b0) of numbers > 0 (sigma^2 ~ IG(a0, b0)); got "
+            f"{prior!r}"
+        )
+    out = []
+    for name, v in zip(("a0", "b0"), prior, strict=True):
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            raise TypeError(f"noise_prior's {name} must be a number; got {v!r}")
+        v = float(v)
+        if not (math.isfinite(v) and 1e-100 <= v <= 1e100):
+            raise ValueError(
+                f"noise_prior's {name} must be finite and in [1e-100, 1e100]; got {v!r}"
+            )
+        out.append(v)
+    return out[0], out[1]
 
 
 def _ceil_sqrt(k: int) -> int:
@@ -454,6 +489,11 @@ class LinearPosterior:
     dim_name = "coefficient"
     truncation = 0.0
 
+    @property
+    def _dim(self) -> int:
+        """The importance sampler's dimension (the coefficients; §N6 adds log sigma^2)."""
+        return self.p
+
     def __init__(self, spec, n, statistic, sigma2, *, rng=None, proposals: int = PROPOSALS):
         self.spec, self.n, self.sigma2 = spec, int(n), sigma2
         self.statistic = np.asarray(statistic, dtype=np.int64)
@@ -525,7 +565,7 @@ class LinearPosterior:
         """Newton steps on the exact log density from the GLS point, with its gradient and
         Hessian by central differences in the coordinates whitened by the GLS covariance
         (one batched evaluation per step); the proposal then uses the inverse Hessian."""
-        p = self.p
+        p = self._dim
         chol = np.linalg.cholesky(self.cov)
         m = self.loc
         ii, jj = np.triu_indices(p, 1)
@@ -558,11 +598,11 @@ class LinearPosterior:
 
     def _propose(self, rng, size: int, nu: float = 10.0, inflate: float = 1.1):
         chol = np.linalg.cholesky(self.cov) * inflate
-        z = rng.standard_normal((size, self.p))
+        z = rng.standard_normal((size, self._dim))
         g = rng.chisquare(nu, size) / nu
         w = self.loc + (z @ chol.T) / np.sqrt(g)[:, None]
         dev = np.linalg.solve(chol, (w - self.loc).T).T
-        logq = -0.5 * (nu + self.p) * np.log1p(np.sum(dev * dev, axis=1) / nu)
+        logq = -0.5 * (nu + self._dim) * np.log1p(np.sum(dev * dev, axis=1) / nu)
         return w, logq
 
     def _run(self, rng, size: int):

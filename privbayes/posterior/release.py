@@ -100,7 +100,10 @@ def family_of(model, n: int, statistic, sigma2: float, **options):
     elif kind == "linear":
         from .linear import LinearPosterior
 
-        return LinearPosterior(model.noise_aware_spec(), n, statistic, sigma2, **options)
+        spec = model.noise_aware_spec()
+        if spec.noise_sd is None:  # unknown noise variance: docs/linear_regression.md §N6
+            from .linear_nig import LinearNIGPosterior as LinearPosterior
+        return LinearPosterior(spec, n, statistic, sigma2, **options)
     else:
         from .dirichlet import DirichletPosterior
 
@@ -268,6 +271,18 @@ class PrivatePosterior:
             )
         return ci(_check_prob(prob))
 
+    def noise_sd_interval(self, prob: float = 0.9):
+        """BayesianLinearRegression with noise_sd=None only: central credible interval
+        (lo, hi) of mass ``prob`` for the noise sd sigma (y's units; docs/linear_regression.md
+        §N6). AttributeError for other models."""
+        ci = getattr(self._family, "noise_sd_interval", None)
+        if ci is None:
+            raise AttributeError(
+                "noise_sd_interval is for BayesianLinearRegression(noise_sd=None) (an unknown "
+                "noise variance)"
+            )
+        return ci(_check_prob(prob))
+
     def mean(self):
         """Posterior mean: a float, or shape (K,) for Dirichlet (exact for the mixtures and
         the Normal; Rao-Blackwellised over the Gibbs draws for Dirichlet)."""
@@ -276,9 +291,11 @@ class PrivatePosterior:
     def to_inference_data(self, draws: int = 4000, rng=None, chains: int = 4):
         """An ArviZ ``InferenceData`` with ``draws`` posterior draws in its ``posterior``
         group (dims chain, draw and, for Dirichlet, category), split into ``chains`` chains
-        (for Dirichlet the Gibbs sampler's own chains), and the certificate and the public
-        noisy statistic in its attrs. It has no observed_data, log_likelihood or any other
-        group: nothing in it is computed on the private data. Needs ArviZ."""
+        (for Dirichlet the Gibbs sampler's own chains; for BayesianLinearRegression with
+        noise_sd=None also the variable ``noise_sd``, drawn jointly with ``w``), and the
+        certificate and the public noisy statistic in its attrs. It has no observed_data,
+        log_likelihood or any other group: nothing in it is computed on the private data.
+        Needs ArviZ."""
         import arviz as az
 
         draws = _check_draws(draws, "draws")
@@ -288,7 +305,13 @@ class PrivatePosterior:
         fam = self._family
         name = fam.var_name
         chained = getattr(fam, "chain_draws", None)
-        if chained is not None:
+        joint = getattr(fam, "joint_draw", None)
+        extra = {}
+        if joint is not None:  # w and the noise sd, jointly (unknown variance, §N6)
+            got = joint(per * chains, resolve_rng(rng))
+            arr = np.asarray(got[name], dtype=float).reshape((chains, per, -1))
+            extra = {"noise_sd": np.asarray(got["noise_sd"]).reshape((chains, per))}
+        elif chained is not None:
             arr = chained(per, chains, resolve_rng(rng))
         else:
             flat = np.asarray(self.sample(per * chains, rng), dtype=float)
@@ -313,7 +336,7 @@ class PrivatePosterior:
             "privbayes_statistic": np.atleast_1d(np.asarray(self.statistic, dtype=np.int64)),
             "privbayes_statistic_units": self.noise["statistic"],
         }
-        idata = az.from_dict(posterior={name: arr}, coords=coords, dims=dims, attrs=attrs)
+        idata = az.from_dict(posterior={name: arr, **extra}, coords=coords, dims=dims, attrs=attrs)
         idata.posterior.attrs.update(attrs)  # on the group too: it travels with the draws
         return idata
 
