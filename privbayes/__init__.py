@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute or None for the module itself)
 _LAZY = {
+    "BayesianLinearRegression": (".models", "BayesianLinearRegression"),
     "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
@@ -67,6 +68,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "BayesianLinearRegression",
     "BayesianLogisticRegression",
     "BetaBernoulli",
     "BudgetExceededError",

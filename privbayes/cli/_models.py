@@ -137,6 +137,26 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
             "help": "the label column (logistic: two classes; multinomial: the --classes)",
         },
     ),
+    "target": (
+        ("--target",),
+        {"metavar": "COL", "help": "linear: the response column y (required)"},
+    ),
+    "y_bound": (
+        ("--y-bound",),
+        {
+            "type": float,
+            "metavar": "B",
+            "help": "linear: the public bound on |y| (required; rows beyond it are refused)",
+        },
+    ),
+    "noise_sd": (
+        ("--noise-sd",),
+        {
+            "type": float,
+            "metavar": "S",
+            "help": "linear: the known sd of y around w.x (required)",
+        },
+    ),
     "classes": (
         ("--classes",),
         {
@@ -779,6 +799,51 @@ class MultinomialAdapter(Adapter):
         )
 
 
+class LinearAdapter(Adapter):
+    """Bayesian linear regression, noise-aware route on ``posterior``
+    (docs/linear_regression.md §N1-§N5): --target, --features, --c, --y-bound, --noise-sd."""
+
+    name = "linear"
+    methods = ()
+    flags = {
+        "posterior": frozenset(
+            {"target", "features", "beta", "c", "y_bound", "noise_sd", "intercept"}
+        ),
+    }
+
+    def build(self, args, command):
+        from ..models import BayesianLinearRegression
+
+        if args.y_bound is None or args.noise_sd is None:
+            raise UsageError("--model linear needs --y-bound B and --noise-sd S (public)")
+        beta = 0.01 if args.beta is None else _number_beta(args.beta, self.name)
+        return BayesianLinearRegression(
+            beta=beta,
+            c=1.0 if args.c is None else args.c,
+            y_bound=args.y_bound,
+            noise_sd=args.noise_sd,
+            fit_intercept=bool(args.intercept),
+        )
+
+    def read(self, args, table, model):
+        import numpy as np
+
+        if args.target is None:
+            raise UsageError("--model linear needs --target COL (and optionally --features)")
+        y = floats(table.column(args.target, "--target"), args.target)
+        names = (
+            [f.strip() for f in args.features.split(",")]
+            if args.features is not None
+            else [h for h in table.header if h != args.target]
+        )
+        if not names or any(not f for f in names):
+            raise UsageError("--features: need one or more non-empty column names")
+        if len(set(names)) != len(names) or args.target in names:
+            raise UsageError("--features: repeated column, or the --target column among them")
+        X = np.column_stack([floats(table.column(f, "--features"), f) for f in names])
+        return (X, y), {"features": names}
+
+
 ADAPTERS: tuple[Adapter, ...] = (
     BetaBernoulliAdapter(),
     DirichletAdapter(),
@@ -787,6 +852,7 @@ ADAPTERS: tuple[Adapter, ...] = (
     LogisticAdapter(),
     MultinomialAdapter(),
     QueryAdapter(),
+    LinearAdapter(),
 )
 
 

@@ -7,6 +7,7 @@ from .base import Model
 from .beta_bernoulli import BetaBernoulli, MeanQuery
 from .dirichlet_categorical import DirichletCategorical
 from .gamma_poisson import GammaPoisson
+from .linear import BayesianLinearRegression  # noqa: F401  (stand-in: not in __all__ yet)
 from .logistic import BayesianLogisticRegression, auto_beta
 from .multinomial import MultinomialLogisticRegression
 from .normal import NormalKnownVariance

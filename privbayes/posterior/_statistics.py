@@ -79,7 +79,7 @@ class Spec:
     """How one model meets the noise-aware release: its integer statistic, sensitivity,
     dimension and posterior family."""
 
-    kind: str  # "beta-bernoulli", "query", "gamma-poisson", "normal", "dirichlet"
+    kind: str  # "beta-bernoulli", "query", "gamma-poisson", "normal", "dirichlet", "linear"
     sensitivity_sq: int
     dim: int
     label: str
@@ -111,6 +111,11 @@ def spec_of(model) -> Spec:
         NormalKnownVariance,
     )
 
+    hook = getattr(model, "noise_aware_spec", None)
+    if callable(hook) and not isinstance(model, type):  # linear regression (its own module)
+        from .linear import LINEAR_LABEL
+
+        return Spec("linear", 0, 0, LINEAR_LABEL, hook())
     if isinstance(model, MeanQuery):
         return Spec("query", GRID * GRID, 1, "floor(2^8 sum of the values), units of 2^-8", model)
     if isinstance(model, BetaBernoulli):
@@ -129,6 +134,7 @@ def spec_of(model) -> Spec:
         return Spec("dirichlet", 2, model.K, "category counts", model)
     raise TypeError(
         "noise-aware posteriors are for the conjugate models (BetaBernoulli, "
-        "DirichletCategorical, GammaPoisson, NormalKnownVariance) and the mean query "
-        f"(privbayes.models.MeanQuery); got {type(model).__name__}"
+        "DirichletCategorical, GammaPoisson, NormalKnownVariance), the mean query "
+        "(privbayes.models.MeanQuery) and BayesianLinearRegression; got "
+        f"{type(model).__name__}"
     )

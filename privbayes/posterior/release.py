@@ -87,6 +87,10 @@ def family_of(model, n: int, statistic, sigma2: float, **options):
         from .normal import NormalPosterior as cls
     elif kind == "query":
         from .query import QueryPosterior as cls
+    elif kind == "linear":
+        from .linear import LinearPosterior
+
+        return LinearPosterior(model.noise_aware_spec(), n, statistic, sigma2, **options)
     else:
         from .dirichlet import DirichletPosterior
 
@@ -273,8 +277,9 @@ class PrivatePosterior:
             arr = flat.reshape((chains, per) + flat.shape[1:])
         dims, coords = {}, {}
         if arr.ndim == 3:
-            dims = {name: ["category"]}
-            coords = {"category": np.arange(arr.shape[2])}
+            dim = getattr(fam, "dim_name", "category")
+            dims = {name: [dim]}
+            coords = {dim: np.arange(arr.shape[2])}
         attrs = {
             "privbayes_mechanism": self.noise["mechanism"],
             "privbayes_model": repr(self.model),
@@ -354,15 +359,18 @@ def _noise_release(
     except KeyboardInterrupt:
         message = interrupted_message(model, ledger, dataset, charge_id, "")
         raise ReleaseInterrupted(message) from None
-    if spec.kind == "dirichlet":
+    if spec.kind in ("dirichlet", "linear"):
         options = {"rng": generator, **options}
     return _build(model, spec, noisy, n, cal, **options), generator
 
 
 def _prepare(model, lam, eps, ledger, dataset, on_bad_diagnostics, column, delta=None):
 
-    check_model(model)
+    if isinstance(model, type) or not callable(getattr(model, "noise_aware_spec", None)):
+        check_model(model)
     spec = spec_of(model)  # a model without a noise-aware posterior: TypeError, nothing read
+    if spec.kind == "linear" and column is not None:
+        raise ValueError("column= does not apply to linear regression: pass the pair (X, y)")
     lam, eps, delta = check_release_target(lam, eps, delta)
     if on_bad_diagnostics not in ("raise", "warn"):
         raise ValueError(
@@ -456,7 +464,13 @@ def _checked_release(
     ledger, close = open_ledger(ledger)
     try:
         check_dataset(ledger, dataset)
-        stat, n = spec.statistic(data, column=column)
+        if spec.kind == "linear":  # Delta^2 and the dimension follow from d (public)
+            from .linear import linear_release_spec, linear_statistic
+
+            stat, n, d = linear_statistic(spec.kernel, data)
+            spec = linear_release_spec(spec, d)
+        else:
+            stat, n = spec.statistic(data, column=column)
         return _noise_release(
             model, spec, stat, n, lam, eps, rng, ledger=ledger, dataset=dataset, note=note,
             options=options, delta=delta,

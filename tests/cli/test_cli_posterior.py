@@ -232,3 +232,31 @@ def test_failed_gibbs_diagnostics_keep_the_paid_release(tmp_path, monkeypatch, c
     assert res["interval"] is None and "R-hat" in res["convergence_error"]
     assert len(res["statistic"]) == 3 and res["noise"]["mechanism"] == "discrete_gaussian"
     assert not (tmp_path / "d.csv").exists()
+
+
+def test_linear_regression_json_is_the_python_release(tmp_path, run):
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-0.5, 0.5, (400, 2))
+    y = np.clip(x @ [1.0, -2.0] + 0.3 + rng.normal(0, 0.2, 400), -3, 3)
+    path = tmp_path / "lin.csv"
+    rows = ["a,b,y"] + [f"{r[0]:.17g},{r[1]:.17g},{t:.17g}" for r, t in zip(x, y, strict=True)]
+    path.write_text("\n".join(rows) + "\n")
+    flags = ("--model", "linear", "--data", path, "--target", "y", "--features", "a,b",
+             "--y-bound", "3", "--noise-sd", "0.2", "--intercept", "--beta", "0.1")  # fmt: skip
+    code, out, err = run("posterior", *flags, "--lam", "2", "--eps", "1", "--seed", "5")
+    assert code == 0, err
+    got = json.loads(out)
+    model = pb.BayesianLinearRegression(0.1, 1.0, 3.0, 0.2, fit_intercept=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pb.SharedRandomnessWarning)
+        post = pb.posterior(model, (x, y), 2.0, 1.0, rng=5)
+    assert got["statistic"] == post.statistic.tolist() and got["noise"] == post.noise
+    assert len(got["interval"][0]) == 3 and got["diagnostics"]["ok"]
+    code, out, err = run("posterior", *flags[:-2], "--alpha", "1", "--lam", "2", "--eps", "1")
+    assert code == 2 and "--alpha does not apply to --model linear" in err
+    narrow = ("--model", "linear", "--data", path, "--target", "y", "--y-bound", "0.5",
+              "--noise-sd", "0.2")  # fmt: skip
+    code, out, err = run("posterior", *narrow, "--lam", "2", "--eps", "1")
+    assert code == 2 and "y_bound" in err
