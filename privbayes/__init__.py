@@ -36,6 +36,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "BayesianLinearRegression": (".models", "BayesianLinearRegression"),
     "BayesianLogisticRegression": (".models", "BayesianLogisticRegression"),
+    "BayesianPoissonRegression": (".models", "BayesianPoissonRegression"),
     "BetaBernoulli": (".models", "BetaBernoulli"),
     "DirichletCategorical": (".models", "DirichletCategorical"),
     "ExactInfeasibleError": (".sampling.exact", "ExactInfeasibleError"),
@@ -70,6 +71,7 @@ _LAZY = {
 __all__ = [
     "BayesianLinearRegression",
     "BayesianLogisticRegression",
+    "BayesianPoissonRegression",
     "BetaBernoulli",
     "BudgetExceededError",
     "Calibration",
@@ -138,7 +140,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names resolved above
     from .divergence_families import renyi_gamma, renyi_normal
     from .estimators import PrivateLogisticRegression
     from .models import (
+        BayesianLinearRegression,
         BayesianLogisticRegression,
+        BayesianPoissonRegression,
         BetaBernoulli,
         DirichletCategorical,
         GammaPoisson,

@@ -304,7 +304,8 @@ def _calibrate_rdp(model, n, lam, eps, method, d) -> tuple[Calibration, float]:
     if getattr(model, "beta_is_auto", False):  # the prior depends on d: none without it
         if d is None:
             raise ValueError(
-                "beta='auto' is resolved from the public n and d (beta = c^2 d / (n M^2), "
+                getattr(model, "needs_d_message", None)
+                or "beta='auto' is resolved from the public n and d (beta = c^2 d / (n M^2), "
                 "docs/glm.md): pass d, the number of weights with the intercept's column "
                 "counted (sample() takes it from X's shape)"
             )

@@ -57,6 +57,37 @@ class GLMFamily:
     sensitivity_sq: Fraction
     curvature: Fraction
     self_concordance: Fraction | None = None
+    # the layout of the rows in a Dask engine (privbayes.glm.passes): "binary" (u = y x),
+    # "multinomial" ([x, class]) or "xy" ([x, y], y a real response)
+    kind: str = "binary"
+    # a public ball ||theta|| <= radius the parameter lives in (the prior is truncated to
+    # it and Langevin projects onto it), or None: all of R^P. Families whose gradients are
+    # unbounded (linear, Poisson regression) need it for their constants.
+    radius: float | None = None
+
+    def gradient_sensitivity_sq(self, c) -> Fraction:
+        """G^2 exactly, for rows of norm <= c (an exact rational): the square of the
+        replace-one gradient sensitivity sup ||grad loss(theta; z) - grad loss(theta; z')||
+        over the parameters the family allows (on its ball, when it has one). Default:
+        ``sensitivity_sq * c^2``."""
+        return self.sensitivity_sq * Fraction(c) ** 2
+
+    def curvature_bound(self, c) -> Fraction:
+        """An exact rational k_c with grad^2 loss(theta; z) <= k_c I for rows of norm <= c
+        (on the family's ball): the data part of the smoothness is then r n k_c.
+        Default: ``curvature * c^2``."""
+        return self.curvature * Fraction(c) ** 2
+
+    def project(self, w: np.ndarray) -> np.ndarray:
+        """Columns of w (P, B) projected onto the family's ball, in place (a no-op without
+        one): w_b <- w_b min(1, R / ||w_b||), the 1-Lipschitz Euclidean projection."""
+        if self.radius is None:
+            return w
+        norms = np.sqrt(np.einsum("ij,ij->j", w, w))
+        with np.errstate(divide="ignore"):
+            scale = np.minimum(1.0, self.radius / norms)
+        w *= scale
+        return w
 
     def sensitivity(self, c: float) -> float:
         """G = sqrt(sensitivity_sq) c, in floats (for messages; certificates use the
@@ -215,6 +246,7 @@ class MultinomialLogistic(GLMFamily):
     """
 
     name = "multinomial logistic"
+    kind = "multinomial"
     sensitivity_sq = Fraction(8)
     curvature = Fraction(1, 2)
     self_concordance = None

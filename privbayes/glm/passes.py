@@ -113,6 +113,8 @@ def unpack(kind: str, d: int, block: np.ndarray) -> Any:
     (rows, d); multinomial: (x (rows, d), y (rows,) int64)."""
     if kind == "binary":
         return block
+    if kind == "xy":  # a real response (linear, Poisson regression): (x, y float)
+        return (np.ascontiguousarray(block[:, :d]), np.ascontiguousarray(block[:, d]))
     return (np.ascontiguousarray(block[:, :d]), block[:, d].astype(np.int64))
 
 
@@ -150,8 +152,10 @@ class GLMRules:
     _data_ndims = (2,)
     _data_rules = 2
 
-    def __init__(self, d: int, threshold: float, intercept, classes, norm_text: str):
+    def __init__(self, d: int, threshold: float, intercept, classes, norm_text: str, family=None):
         self.d = d  # features without the intercept
+        # a family with its own response rule (``bad_labels``, ``label_text``): "xy" rows
+        self.family = family if hasattr(family, "bad_labels") else None
         self.threshold = threshold
         self.intercept = intercept  # None or the scaling s
         self.classes = classes  # None (binary) or K
@@ -163,7 +167,9 @@ class GLMRules:
 
     def _data_chunk(self, arr: np.ndarray):
         x, y = arr[:, : self.d], arr[:, self.d]
-        if self.classes is None:
+        if self.family is not None:
+            bad_label, stats = self.family.bad_labels(y), 0
+        elif self.classes is None:
             bad_label = ~np.isin(y, [-1.0, 0.0, 1.0])
             stats = (int(np.count_nonzero(y == 0.0)), int(np.count_nonzero(y == -1.0)))
         else:
@@ -176,6 +182,11 @@ class GLMRules:
 
     def _data_message(self, rule: int, where: str, value, count: int) -> str:
         i = where[where.rindex("[") + 1 : -1]
+        if rule == 0 and self.family is not None:
+            return (
+                f"y must hold {self.family.label_text}; y[{i}] = {float(value[-1])!r} "
+                f"({count} row(s) outside)"
+            )
         if rule == 0:
             want = (
                 "{0, 1} or {-1, +1}"
@@ -211,12 +222,13 @@ def check_rows(model, raw, d0: int) -> None:
         if s is not None
         else f"c = {model.c:g}"
     )
-    rules = GLMRules(d0, model._norm_threshold(d0 + (s is not None)), s, classes, norm_text)
+    family = getattr(model, "family", None)
+    rules = GLMRules(d0, model._norm_threshold(d0 + (s is not None)), s, classes, norm_text, family)
     try:
         stats, _ = statistics(rules, raw, name="(X, y)")
     except DataError as exc:
         raise _named(exc, raw, d0, s) from None
-    if classes is None and stats[0] and stats[1]:
+    if rules.family is None and classes is None and stats[0] and stats[1]:
         raise _mixed_labels(raw, d0)
 
 
@@ -258,7 +270,10 @@ def check_arrays(model, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if model.fit_intercept:  # the certificate's bound c covers the row [x, s]
         rows = np.hstack([x, np.full((x.shape[0], 1), model.intercept_scaling)])
     ok = bool(np.isfinite(x).all() and np.isfinite(y).all())
-    if ok and classes is None:
+    family = getattr(model, "family", None)
+    if ok and hasattr(family, "bad_labels"):  # a real response: the family's own rule
+        ok = not bool(family.bad_labels(y).any())
+    elif ok and classes is None:
         ok = bool(np.isin(y, [0.0, 1.0]).all() or np.isin(y, [-1.0, 1.0]).all())
     elif ok:
         ok = bool(np.isin(y, np.arange(classes, dtype=float)).all())
@@ -368,7 +383,9 @@ def dask_rows(model, x, y) -> tuple[DaskRows, int]:
     raw = da.concatenate([xa, ya.rechunk((xa.chunks[0],))[:, None]], axis=1)
     raw = raw.rechunk({0: _row_chunks(n), 1: -1}).persist()  # one read of the source
     check_rows(model, raw, d0)
-    kind = "binary" if classes is None else "multinomial"
+    kind = getattr(getattr(model, "family", None), "kind", "binary")
+    if classes is not None:
+        kind = "multinomial"
     s = model.intercept_scaling if model.fit_intercept else None
     width = d if kind == "binary" else d + 1
     prepared = raw.map_blocks(
@@ -385,4 +402,4 @@ def _prepare_block(block: np.ndarray, kind: str, d0: int, s) -> np.ndarray:
         x = np.hstack([x, np.full((x.shape[0], 1), s)])
     if kind == "binary":
         return np.ascontiguousarray(x * np.where(y > 0, 1.0, -1.0)[:, None])
-    return np.ascontiguousarray(np.hstack([x, y[:, None]]))
+    return np.ascontiguousarray(np.hstack([x, y[:, None]]))  # multinomial and "xy"

@@ -7,13 +7,16 @@ from .base import Model
 from .beta_bernoulli import BetaBernoulli, MeanQuery
 from .dirichlet_categorical import DirichletCategorical
 from .gamma_poisson import GammaPoisson
-from .linear import BayesianLinearRegression  # noqa: F401  (stand-in: not in __all__ yet)
+from .linear import BayesianLinearRegression
 from .logistic import BayesianLogisticRegression, auto_beta
 from .multinomial import MultinomialLogisticRegression
 from .normal import NormalKnownVariance
+from .poisson import BayesianPoissonRegression
 
 __all__ = [
+    "BayesianLinearRegression",
     "BayesianLogisticRegression",
+    "BayesianPoissonRegression",
     "BetaBernoulli",
     "DirichletCategorical",
     "GammaPoisson",

@@ -747,8 +747,8 @@ class BayesianLogisticRegression(Frozen):
         prec = self._prior_precision(n, m)
         if not (math.isfinite(prec) and prec > 0):
             return None
-        half = self.family.sensitivity_sq / 2
-        return half * self._c_cert() ** 2 * Fraction(r) ** 2 / Fraction(prec)
+        half = self.family.gradient_sensitivity_sq(self._c_cert()) / 2
+        return half * Fraction(r) ** 2 / Fraction(prec)
 
     def _rho(self, n: int, r: float = 1.0, m: float = 1.0) -> float:
         """The zCDP constant 2 c^2 r^2 / (n beta / m), rounded up (inf on overflow)."""

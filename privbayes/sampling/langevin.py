@@ -86,10 +86,10 @@ def schedule(
     prec = n * beta / m
     if not (math.isfinite(prec) and prec > 0):
         raise ValueError(f"the prior precision n beta / m = {prec!r} is not a positive double")
-    k = (BINARY_LOGISTIC if family is None else family).curvature
-    curv = float(r * n * (c * c) * float(k))  # data part of L (rounding corrected below)
+    k_c = (BINARY_LOGISTIC if family is None else family).curvature_bound(Fraction(c))
+    curv = float(Fraction(r) * n * k_c)  # data part of L (rounding corrected below)
     eta = 2.0 * step_scale / (2.0 * prec + curv)
-    lipschitz_sum = 2 * Fraction(prec) + Fraction(r) * n * Fraction(c) ** 2 * k  # mu + L
+    lipschitz_sum = 2 * Fraction(prec) + Fraction(r) * n * k_c  # mu + L
     for _ in range(64):
         if eta > 0 and Fraction(eta) * lipschitz_sum <= 2:
             break
@@ -160,7 +160,7 @@ def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float
     if not (eta > 0 and noise > 0 and prec > 0):
         raise ValueError(f"step, noise and prec must be > 0; got {sampler!r}")
     fr, fc = Fraction(r), Fraction(c)
-    if eta * (2 * prec + fr * n * fc * fc * fam.curvature) > 2:
+    if eta * (2 * prec + fr * n * fam.curvature_bound(fc)) > 2:
         raise ValueError(
             "the step violates the contraction condition eta (mu + L) <= 2 "
             f"(eta = {float(eta):g}, mu = {float(prec):g}, L = r n c^2 k + mu): "
@@ -168,7 +168,7 @@ def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float
         )
     kappa = 1 - eta * prec  # in (0, 1) under the condition
     t = _pow_lower(kappa, int(steps))
-    s2 = eta * eta * fr * fr * fc * fc * fam.sensitivity_sq  # s^2, s = eta r G
+    s2 = eta * eta * fr * fr * fam.gradient_sensitivity_sq(fc)  # s^2, s = eta r G
     rho = s2 / (2 * noise * noise) * (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
     return _round_up(rho)
 
@@ -311,6 +311,7 @@ def run_chains(
                 g *= gain
                 w += g
                 w += noise * rng.standard_normal((d, b))
+                fam.project(w)  # onto the family's ball, if it has one (docs/linear_regression.md)
             out[first : first + b] = w.T
     finally:
         if pool is not None:
