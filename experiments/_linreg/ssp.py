@@ -55,9 +55,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
-
 from _peers import targets
+from scipy import special
 
 RHO = 0.05  # AdaSSP's failure probability of the eigenvalue bound (Wang's experiments)
 
