@@ -10,7 +10,8 @@ d = 5 with w from the prior): test MSE and R^2 of
 * privbayes ``posterior(BayesianLinearRegression(...), (X, y), eps=, delta=)``: the
   noise-aware posterior's mean (one discrete Gaussian release of (X^T X, X^T y, y^T y));
 * privbayes ``sample(..., eps=, delta=, method=)`` diffused / concentrated / OPS: one
-  posterior draw (back-end ``auto``);
+  posterior draw (back-end ``auto``), on the public ball ||w|| <= y_bound / c (the study's
+  rule) and on the library's default ball (``*-default``);
 * AdaSSP (Wang 2018, Algorithm 2) and naive sufficient-statistics perturbation, with the
   exact Gaussian-DP calibration (``_linreg/ssp.py``);
 * IBM diffprivlib's ``LinearRegression`` (functional mechanism, pure eps-DP) in its own
@@ -46,13 +47,18 @@ from _linreg import data, report, ssp  # noqa: E402
 from _peers import bridge  # noqa: E402
 
 import privbayes as pb  # noqa: E402
-from privbayes.errors import ConvergenceError, SamplingError  # noqa: E402
+from privbayes.errors import (  # noqa: E402
+    ConvergenceError,
+    InfeasiblePrivacyError,
+    SamplingError,
+)
 
 NAME = "linear_regression"
 PARTS = ("accuracy", "coverage")
 DATASETS = ("abalone", "adult", "synthetic")
-PB_SAMPLERS = ("diffused", "concentrated", "ops")
-METHODS = ("noise-aware",) + PB_SAMPLERS + ("adassp", "naive-ssp", "diffprivlib")
+PB_SAMPLERS = ("diffused", "concentrated", "ops")  # on the rule's ball R = y_bound / c
+PB_DEFAULT = tuple(f"{m}-default" for m in PB_SAMPLERS)  # on the library's default ball
+METHODS = ("noise-aware",) + PB_SAMPLERS + PB_DEFAULT + ("adassp", "naive-ssp", "diffprivlib")
 REFS = ("ols", "bayes")
 COVERAGE_METHODS = ("noise-aware", "diffused", "concentrated", "naive-plugin", "non-private")
 PROB = 0.9
@@ -97,6 +103,13 @@ def parse_args(argv: list[str] | None = None):
         type=float,
         default=1.0,
         help="real data: prior E||w||^2 = (this x y_bound / c)^2, i.e. beta = c^2 d/(n (s y_b)^2)",
+    )
+    p.add_argument(
+        "--radius-scale",
+        type=float,
+        default=1.0,
+        help="posterior sampling on the ball ||w|| <= this x y_bound / c ('-default' methods: "
+        "the library's default radius)",
     )
     p.add_argument("--synthetic-n", type=int, default=20000)
     p.add_argument("--synthetic-d", type=int, default=5)
@@ -153,6 +166,12 @@ def public_model(design: data.Design, n: int, d: int, args) -> tuple[float, floa
         return 1.0 / n, args.synthetic_noise_sd
     s = args.prior_scale * design.y_bound
     return design.c**2 * d / (n * s * s), args.noise_scale * design.y_bound
+
+
+def public_radius(design: data.Design, args) -> float:
+    """R = radius_scale * y_bound / c: the ball of the w with |w.x| <= y_bound on every row
+    of norm <= c (radius_scale = 1), the belief the real-data prior states too."""
+    return args.radius_scale * design.y_bound / design.c
 
 
 def feature_box(design: data.Design) -> list[float]:
@@ -216,7 +235,8 @@ def _accuracy_task(index, name, trial, args, dpl_python) -> list[dict]:
     mean, _ = ssp.conjugate_posterior(x, y, n * beta, noise_sd)
     add("bayes", mean, time.perf_counter() - t, detail=f"beta={beta:.4g} noise_sd={noise_sd:.4g}")
 
-    model = pb.BayesianLinearRegression(beta, c, yb, noise_sd)
+    model = pb.BayesianLinearRegression(beta, c, yb, noise_sd)  # the default radius
+    ball = pb.BayesianLinearRegression(beta, c, yb, noise_sd, radius=public_radius(design, args))
     for eps in args.eps_grid:
         at = {"eps": eps}
         if "noise-aware" in args.methods:
@@ -233,13 +253,18 @@ def _accuracy_task(index, name, trial, args, dpl_python) -> list[dict]:
                     guarantee=post.guarantee, eps_dp=post.dp_eps, backend="",
                     knob=post.noise["sigma2"], detail=f"ess={post.diagnostics.get('ess', 0):.0f}",
                 )  # fmt: skip
-        for method in PB_SAMPLERS:
+        for method in PB_SAMPLERS + PB_DEFAULT:
             if method not in args.methods:
                 continue
             t = time.perf_counter()
             rng = _stream(args.seed, index, "privbayes", method, eps)
+            kind = method.removesuffix("-default")
+            mod = model if method.endswith("-default") else ball
             try:
-                rel = pb.sample(model, (x, y), eps=eps, delta=delta, method=method, rng=rng)
+                rel = pb.sample(mod, (x, y), eps=eps, delta=delta, method=kind, rng=rng)
+            except InfeasiblePrivacyError as exc:
+                add(method, np.full(d, np.nan), time.perf_counter() - t, **at,
+                    status="infeasible", detail=str(exc)[:120])  # fmt: skip
             except (SamplingError, ConvergenceError) as exc:
                 add(method, np.full(d, np.nan), time.perf_counter() - t, **at,
                     status="sampling-error", detail=str(exc)[:120])  # fmt: skip
@@ -247,11 +272,12 @@ def _accuracy_task(index, name, trial, args, dpl_python) -> list[dict]:
                 add(method, np.full(d, np.nan), time.perf_counter() - t, **at,
                     status="unsupported", detail=str(exc)[:120])  # fmt: skip
             else:
-                knob = rel.m if method == "concentrated" else rel.r
+                knob = rel.m if kind == "concentrated" else rel.r
                 add(
                     method, np.asarray(rel.value), time.perf_counter() - t, **at,
                     guarantee=rel.guarantee, eps_dp=rel.dp_eps, knob=knob,
-                    backend=getattr(rel, "backend", "") or "",
+                    backend=(rel.diagnostics or {}).get("backend", ""),
+                    detail=f"R={mod.resolve_beta(n, d).radius:.4g}",
                 )  # fmt: skip
         if "adassp" in args.methods:
             t = time.perf_counter()
@@ -309,6 +335,9 @@ def _coverage_task(index, eps, first, count, args) -> list[dict]:
     yb, noise_sd = synthetic_bounds(d), args.synthetic_noise_sd
     beta = 1.0 / n
     model = pb.BayesianLinearRegression(beta, 1.0, yb, noise_sd)
+    # the samplers on the rule's ball (R = y_bound / c: P(||w|| > R) = P(chi2_5 > 27.4)
+    # ~ 5e-5 under the prior at d = 5, so truncation barely changes the posterior)
+    ball = pb.BayesianLinearRegression(beta, 1.0, yb, noise_sd, radius=args.radius_scale * yb)
     rows = []
     q = [(1 - PROB) / 2, (1 + PROB) / 2]
     for trial in range(first, first + count):
@@ -339,7 +368,7 @@ def _coverage_task(index, eps, first, count, args) -> list[dict]:
             for k in args.ks:
                 rs = _stream(args.seed, index, method, k, trial)
                 try:
-                    rel = pb.sample(model, (x, y), eps=eps, delta=delta, method=method,
+                    rel = pb.sample(ball, (x, y), eps=eps, delta=delta, method=method,
                                     size=k, rng=rs)  # fmt: skip
                 except (SamplingError, ConvergenceError, ValueError) as exc:
                     status = "unsupported" if isinstance(exc, ValueError) else "sampling-error"
@@ -359,7 +388,8 @@ def _read(path: Path) -> list[dict]:
 
 
 _SETTINGS = (
-    "datasets methods eps_grid delta trials noise_scale prior_scale synthetic_n synthetic_d "
+    "datasets methods eps_grid delta trials noise_scale prior_scale radius_scale synthetic_n "
+    "synthetic_d "
     "synthetic_noise_sd synthetic_test coverage_n coverage_trials ks abalone_test max_train "
     "max_test seed quick"
 ).split()

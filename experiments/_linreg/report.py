@@ -10,13 +10,18 @@ import numpy as np
 
 NAME = "linear_regression"
 TITLE = "Bayesian linear regression against its peers"
-PRIVATE = ("noise-aware", "diffused", "concentrated", "ops", "adassp", "naive-ssp", "diffprivlib")
+SAMPLERS = ("diffused", "concentrated", "ops")
+DEFAULTS = tuple(f"{m}-default" for m in SAMPLERS)
+PRIVATE = ("noise-aware",) + SAMPLERS + DEFAULTS + ("adassp", "naive-ssp", "diffprivlib")
 REFS = ("ols", "bayes")
 NAMES = {
     "noise-aware": "privbayes noise-aware posterior mean",
-    "diffused": "privbayes diffused (one draw)",
-    "concentrated": "privbayes concentrated (one draw)",
-    "ops": "privbayes OPS (one draw)",
+    "diffused": "privbayes diffused (one draw, R = y_bound/c)",
+    "concentrated": "privbayes concentrated (one draw, R = y_bound/c)",
+    "ops": "privbayes OPS (one draw, R = y_bound/c)",
+    "diffused-default": "privbayes diffused (one draw, default R)",
+    "concentrated-default": "privbayes concentrated (one draw, default R)",
+    "ops-default": "privbayes OPS (one draw, default R)",
     "adassp": "AdaSSP (Wang 2018)",
     "naive-ssp": "naive SSP",
     "diffprivlib": "diffprivlib LinearRegression",
@@ -30,6 +35,9 @@ COLORS = {
     "diffused": "C1",
     "concentrated": "C2",
     "ops": "C8",
+    "diffused-default": "C1",
+    "concentrated-default": "C2",
+    "ops-default": "C8",
     "adassp": "C3",
     "naive-ssp": "C4",
     "diffprivlib": "C5",
@@ -109,7 +117,8 @@ def figures(args, acc, cov, out: Path) -> list[str]:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     med = np.nanmedian(r2[m], axis=-1)
-                ax.plot(grid, med, marker="o", ms=3, color=COLORS[m], label=NAMES[m])
+                ls = "--" if m.endswith("-default") else "-"
+                ax.plot(grid, med, marker="o", ms=3, ls=ls, color=COLORS[m], label=NAMES[m])
             ax.axhline(np.nanmean(r2["ols"]), color="k", ls=":", label=NAMES["ols"])
             ax.set_xscale("log")
             ax.set_ylim(-0.3, 1.0 if name == "synthetic" else max(0.3, np.nanmean(r2["ols"]) + 0.1))
@@ -232,9 +241,15 @@ def _accuracy_tables(args, acc, grid) -> str:
             if r["status"] != "ok":
                 bad[(r["method"], r["status"])] = bad.get((r["method"], r["status"]), 0) + 1
         if bad:
+            why = {}
+            for r in rows:
+                if r["status"] != "ok":
+                    why.setdefault((r["method"], r["status"]), r["detail"])
             out.append(
                 "Releases without a result: "
-                + ", ".join(f"{m} {s} × {k}" for (m, s), k in sorted(bad.items()))
+                + "; ".join(
+                    f"{m} {s} × {k} (“{why[m, s][:100]}”)" for (m, s), k in sorted(bad.items())
+                )
                 + "."
             )
     return "\n\n".join(out)
@@ -310,13 +325,16 @@ def _coverage_table(args, cov, grid) -> str:
 
 
 def _calibrations(args, acc, grid) -> str:
-    head = ["data set", "method", "knob"] + [f"ε = {e:g}" for e in grid]
+    head = ["data set", "method", "back-end [guarantee]", "knob"] + [f"ε = {e:g}" for e in grid]
     body = []
     knob_name = {
         "noise-aware": "σ² of the discrete Gaussian (grid units)",
         "diffused": "r",
         "concentrated": "m",
         "ops": "r",
+        "diffused-default": "r",
+        "concentrated-default": "m",
+        "ops-default": "r",
         "adassp": "ridge λ",
         "naive-ssp": "σ of X^T X",
     }
@@ -332,7 +350,14 @@ def _calibrations(args, acc, grid) -> str:
                 ]  # fmt: skip
                 cells.append(f"{np.median(v):.3g}" if v else "—")
             if any(c != "—" for c in cells):
-                body.append([name, m, label] + cells)
+                marks = sorted(
+                    {
+                        f"{r['backend'] or '—'} [{r['guarantee']}]"
+                        for r in acc
+                        if r["dataset"] == name and r["method"] == m and r["status"] == "ok"
+                    }
+                )
+                body.append([name, m, ", ".join(marks), label] + cells)
     over = [r for r in acc if r["eps_dp"] not in ("", None) and _f(r["eps_dp"]) > _f(r["eps"])]
     return (
         "### What the calibrations chose (medians over splits)\n\n"
