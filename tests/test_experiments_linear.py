@@ -23,8 +23,6 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from privbayes import datasets
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "experiments"))
 from _linreg import data, ssp  # noqa: E402
@@ -197,35 +195,39 @@ def test_synthetic_design_respects_its_bounds():
 # -- the script end to end ---------------------------------------------------------------------
 
 
-def _have_abalone() -> bool:
-    try:
-        datasets.find_data_file("abalone", "abalone.data")
-    except FileNotFoundError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _have_abalone(), reason="Abalone file not available (data/README.md)")
 def test_linear_regression_quick(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / "linear_regression.py"), "--quick",
-         "--out", str(tmp_path), "--no-progress", "--jobs", "1"],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"},
-    )  # fmt: skip
+    """The script end to end on its synthetic design (no data files, no diffprivlib: the
+    peers study's smoke test covers that bridge), then --report-only from the saved CSVs."""
+    cmd = [
+        sys.executable, str(ROOT / "experiments" / "linear_regression.py"), "--quick",
+        "--out", str(tmp_path), "--no-progress", "--jobs", "1", "--datasets", "synthetic",
+        "--methods", "noise-aware,diffused,adassp,naive-ssp", "--coverage-trials", "4",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with (tmp_path / "linear_regression.csv").open() as f:
         rows = list(csv.DictReader(f))
-    methods = {r["method"] for r in rows}
-    assert {"ols", "bayes", "noise-aware", "adassp", "naive-ssp"} <= methods
+    assert {r["method"] for r in rows} == {"ols", "bayes", "noise-aware", "diffused", "adassp",
+                                           "naive-ssp"}  # fmt: skip
     for r in rows:
         if r["eps_dp"]:
             assert float(r["eps_dp"]) <= float(r["eps"])
     ols = [float(r["r2"]) for r in rows if r["method"] == "ols"]
     assert all(0.0 < v < 1.0 for v in ols)
+    with (tmp_path / "linear_regression_coverage.csv").open() as f:
+        cov = list(csv.DictReader(f))
+    assert {r["method"] for r in cov} == {"noise-aware", "diffused", "naive-plugin", "non-private"}
+    assert all(r["covered"] in ("0", "1") for r in cov if r["status"] == "ok")
     report = (tmp_path / "REPORT.md").read_text()
     assert report.count("<!-- BEGIN linear_regression -->") == 1
     assert "Bayesian linear regression against its peers" in report
-    assert "Coverage of 90% intervals" in report
-    for png in tmp_path.glob("linear_regression_*.png"):
-        assert f"]({png.name})" in report
+    assert "Coverage of 90% intervals" in report and "Discussion" in report
+    pngs = sorted(tmp_path.glob("linear_regression_*.png"))
+    assert len(pngs) == 2 and all(f"]({p.name})" in report for p in pngs)
+    before = report
+    proc = subprocess.run(cmd + ["--report-only"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = (tmp_path / "REPORT.md").read_text()
+    strip = [line for line in before.splitlines() if "wall with" not in line]
+    assert strip == [line for line in after.splitlines() if "wall with" not in line]
