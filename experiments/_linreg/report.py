@@ -362,7 +362,10 @@ def _coverage_table(args, cov, grid) -> str:
     head = ["method"] + [f"ε = {e:g}" for e in grid]
     body = []
     for _, (m, k) in _cov_series(cov):
-        label = NAMES.get(m, m) if not k else f"privbayes {m}, {k} draws at a 1/{k} share"
+        ball = (
+            "default R" if getattr(args, "coverage_ball", "default") == "default" else "R = y_b/c"
+        )
+        label = NAMES.get(m, m) if not k else f"privbayes {m}, {k} draws ({ball}, 1/{k} share each)"
         cells = []
         for e in grid:
             p, se, wr, cnt, fail = _cov_cell(cov, m, k, e)
