@@ -418,6 +418,49 @@ CATALOGUE = [
         ],
         knob_attrs=("beta", "c", "n_classes"),
     ),
+    Entry(
+        "linear",
+        lambda: pb.BayesianLinearRegression(beta=0.5, c=1.0, y_bound=1.0, noise_sd=0.7, radius=3.0),
+        8,
+        lambda rng, n: (
+            np.clip(rng.normal(0, 0.4, (n, 2)), -0.7, 0.7),
+            np.clip(rng.normal(0, 0.5, n), -1.0, 1.0),
+        ),
+        bad_data=[
+            ((np.full((2, 2), 2.0), np.zeros(2)), ValueError, "norm > c"),
+            ((np.zeros((2, 2)), np.array([0.0, 2.0])), ValueError, r"y\[1\] = 2"),
+            ((np.zeros((2, 2)), np.array([0.0, np.nan])), ValueError, "finite"),
+            ((np.zeros((2, 2)), np.ones(3)), ValueError, "y must have shape"),
+        ],
+        bad_params=[
+            (lambda: pb.BayesianLinearRegression(beta=0), ValueError, "beta"),
+            (lambda: pb.BayesianLinearRegression(noise_sd=-1.0), ValueError, "noise_sd"),
+            (lambda: pb.BayesianLinearRegression(y_bound=np.nan), ValueError, "y_bound"),
+            (lambda: pb.BayesianLinearRegression(radius=0.0), ValueError, "radius"),
+        ],
+        knob_attrs=("beta", "c", "y_bound", "noise_sd", "radius"),
+    ),
+    Entry(
+        "poisson",
+        lambda: pb.BayesianPoissonRegression(beta=0.5, c=1.0, max_count=4, radius=1.0),
+        8,
+        lambda rng, n: (
+            np.clip(rng.normal(0, 0.4, (n, 2)), -0.7, 0.7),
+            rng.integers(0, 5, n).astype(float),
+        ),
+        bad_data=[
+            ((np.full((2, 2), 2.0), np.zeros(2)), ValueError, "norm > c"),
+            ((np.zeros((2, 2)), np.array([0.0, 5.0])), ValueError, r"y\[1\] = 5"),
+            ((np.zeros((2, 2)), np.array([0.5, 1.0])), ValueError, r"y\[0\] = 0.5"),
+            ((np.zeros((2, 2)), np.ones(3)), ValueError, "y must have shape"),
+        ],
+        bad_params=[
+            (lambda: pb.BayesianPoissonRegression(beta=0), ValueError, "beta"),
+            (lambda: pb.BayesianPoissonRegression(max_count=0), ValueError, "max_count"),
+            (lambda: pb.BayesianPoissonRegression(radius=-1.0), ValueError, "radius"),
+        ],
+        knob_attrs=("beta", "c", "max_count", "radius"),
+    ),
 ]
 
 BY_NAME = {e.name: e for e in CATALOGUE}

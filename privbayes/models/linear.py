@@ -314,10 +314,11 @@ class BayesianLinearRegression(BallGLM):
                 if t >= 1.0:
                     got = float(self.rdp(n, lam, 1.0, 1.0, "direct"))
                     return Calibration("direct", 1.0, 1.0, lam, got, eps, n, None, 1, self)
+                got = float(self.rdp(n, lam, 1.0, 1.0, "direct"))
                 raise InfeasiblePrivacyError(
-                    f"direct sampling certifies more than eps={eps!r} at lam={float(lam)!r}; "
-                    "use method='diffused' or 'concentrated'",
-                    reachable={"method": "diffused"},
+                    f"direct sampling certifies eps={got:.6g} at lam={float(lam)!r} for n={n}; "
+                    f"ask for eps >= {got:.6g} or use method='diffused' or 'concentrated'",
+                    reachable={"min_eps": got, "method": "diffused"},
                 )
             if cal is None or t > cal.r:
                 got = float(self.rdp(n, lam, t, 1.0, "diffused"))

@@ -72,6 +72,13 @@ class BayesianPoissonRegression(BallGLM):
             intercept_scaling=self.intercept_scaling, **keep,
         )  # fmt: skip
 
+    def rdp(self, n, orders, r=1.0, m=1.0, method="diffused", sampler=None):
+        """Certified RDP curve; backend="auto" is always Langevin, so its curve is
+        Langevin's (docs/linear_regression.md §6)."""
+        if self.backend == "auto":
+            return self.with_backend("langevin").rdp(n, orders, r, m, method, sampler)
+        return super().rdp(n, orders, r, m, method, sampler)
+
     def resolve_beta(self, n: int, d: int):
         return self
 

@@ -269,7 +269,7 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
         n, d, model.beta, model.c_bound, cal.r, cal.m, fam, size=k,
         delta_f=model.delta_f, max_proposals=model.max_proposals,
     )  # fmt: skip
-    data = xy if is_rows(x) else fam.prepare(x, y)
+    data = x if is_rows(x) else fam.prepare(x, y)
     s, b = statistics(data)
     a = plan.scale * s
     a[np.diag_indices(d)] += plan.p
