@@ -37,6 +37,7 @@ experiments: $(VENV)/.installed peers-env  # full settings (see experiments/READ
 	$(BIN)/python experiments/normal_mean.py
 	$(BIN)/python experiments/noise_aware.py
 	$(BIN)/python experiments/peers.py
+	$(BIN)/python experiments/linear_regression.py
 
 # diffprivlib (the peers study) in its own venv: the `peers` extra's pins only
 PEERS_VENV := .venv-peers

@@ -9,6 +9,9 @@ spec.json: {"jobs": [job, ...]}; each job has "id", "kind" and its parameters:
 
 * ``logreg``: diffprivlib.models.LogisticRegression(epsilon, data_norm, C,
   fit_intercept=False, random_state=seed) fitted on arrays "x", "y"; returns the weights.
+* ``linreg``: diffprivlib.models.LinearRegression(epsilon, bounds_X=(-bx, bx) per column,
+  bounds_y=(-y_bound, y_bound), fit_intercept=False, random_state=seed) fitted on arrays
+  "x", "y" (experiments/linear_regression.py); returns the coefficients.
 * ``mean``: diffprivlib.tools.mean(a 0/1 array with k ones of n, epsilon, bounds=(0, 1))
   for each k in "ks"; returns the noisy means.
 * ``histogram``: diffprivlib.tools.histogram(sample, epsilon, bins=K, range=(-0.5, K-0.5))
@@ -59,6 +62,25 @@ def run_job(job: dict, arrays: dict) -> dict:
         return {
             "w": clf.coef_.ravel().tolist(),
             "n_iter": int(clf.n_iter_[0]),
+            "warnings": sorted({type(w.message).__name__ for w in caught}),
+        }
+    if kind == "linreg":
+        from diffprivlib.models import LinearRegression
+
+        bx = np.asarray(job["bounds_x"], dtype=float)
+        reg = LinearRegression(
+            epsilon=job["eps"],
+            bounds_X=(-bx, bx),
+            bounds_y=(-job["y_bound"], job["y_bound"]),
+            fit_intercept=False,
+            random_state=job["seed"],
+            accountant=diffprivlib.BudgetAccountant(),
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            reg.fit(arrays["x"], arrays["y"])
+        return {
+            "w": np.ravel(reg.coef_).tolist(),
             "warnings": sorted({type(w.message).__name__ for w in caught}),
         }
     rng = np.random.RandomState(job["seed"])
