@@ -221,24 +221,8 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     def _dask_inputs(self, X, y, classes: np.ndarray):
         """(X, y) as Dask arrays (X float (n, d), y (n,)), with classes_ and
         n_features_in_ set from public inputs only."""
-        from .data import is_dask
-        from .glm.passes import dask_array
-
-        if not (is_dask(X) and is_dask(y)):
-            raise TypeError(
-                "X and y must both be Dask collections (or both in memory); got "
-                f"{type(X).__name__} and {type(y).__name__}"
-            )
-        if getattr(y, "ndim", 1) == 2 and hasattr(y, "columns") and len(y.columns) == 1:
-            y = y[y.columns[0]]
-        xa = dask_array(X, "X")
-        ya = y.to_dask_array(lengths=True) if hasattr(y, "divisions") else y
-        if xa.ndim != 2 or ya.ndim != 1:
-            raise ValueError(f"X must be 2-D and y 1-D; got {xa.ndim}-D and {ya.ndim}-D")
+        xa, ya = _dask_xy(self, X, y)
         self.classes_ = classes
-        self.n_features_in_ = int(xa.shape[1])
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
         return xa, ya
 
     @public_entry  # KnobCappedWarning once per fit, at the caller's line (privbayes.capping)
@@ -430,6 +414,30 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         (scikit-learn's metrics would quote y's labels)."""
         with _values_withheld(X=X, y=y):
             return super().score(X, y, sample_weight=sample_weight)
+
+
+def _dask_xy(estimator, X, y):
+    """(X, y) of a fit on Dask collections as Dask arrays (X float (n, d), y (n,) as given),
+    setting the estimator's n_features_in_ (and feature_names_in_) from public shapes; both
+    must be Dask (TypeError), X 2-D and y 1-D (ValueError). Nothing is computed."""
+    from .data import is_dask
+    from .glm.passes import dask_array
+
+    if not (is_dask(X) and is_dask(y)):
+        raise TypeError(
+            "X and y must both be Dask collections (or both in memory); got "
+            f"{type(X).__name__} and {type(y).__name__}"
+        )
+    if getattr(y, "ndim", 1) == 2 and hasattr(y, "columns") and len(y.columns) == 1:
+        y = y[y.columns[0]]
+    xa = dask_array(X, "X")
+    ya = y.to_dask_array(lengths=True) if hasattr(y, "divisions") else y
+    if xa.ndim != 2 or ya.ndim != 1:
+        raise ValueError(f"X must be 2-D and y 1-D; got {xa.ndim}-D and {ya.ndim}-D")
+    estimator.n_features_in_ = int(xa.shape[1])
+    if hasattr(X, "columns"):
+        estimator.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
+    return xa, ya
 
 
 def _codes(labels, classes: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .capping import public_entry
 from .charges import open_ledger
-from .estimators import _values_withheld
+from .estimators import _dask_xy, _values_withheld
 from .models.linear import LINEAR_METHODS, BayesianLinearRegression
 from .preprocessing import clip_rows
 from .validation import check_bool, check_eps, check_lam
@@ -275,22 +275,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         from .data import is_dask
 
         if is_dask(X) or is_dask(y):
-            from .glm.passes import dask_array
-
-            if not (is_dask(X) and is_dask(y)):
-                raise TypeError(
-                    "X and y must both be Dask collections (or both in memory); got "
-                    f"{type(X).__name__} and {type(y).__name__}"
-                )
-            if getattr(y, "ndim", 1) == 2 and hasattr(y, "columns") and len(y.columns) == 1:
-                y = y[y.columns[0]]
-            xa = dask_array(X, "X")
-            ya = y.to_dask_array(lengths=True) if hasattr(y, "divisions") else y
-            if xa.ndim != 2 or ya.ndim != 1:
-                raise ValueError(f"X must be 2-D and y 1-D; got {xa.ndim}-D and {ya.ndim}-D")
-            self.n_features_in_ = int(xa.shape[1])
-            if hasattr(X, "columns"):
-                self.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
+            xa, ya = _dask_xy(self, X, y)
             ya = ya.astype(float)
             if self.clip:
                 xa = xa.map_blocks(clip_rows, model.feature_bound, dtype=float)

@@ -570,20 +570,7 @@ class LinearPosterior:
         m = self.loc
         ii, jj = np.triu_indices(p, 1)
         for _ in range(steps):
-            eye = np.eye(p) * h
-            pts = [np.zeros((1, p)), eye, -eye]
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                pts.append(si * eye[ii] + sj * eye[jj])
-            e = np.concatenate(pts)
-            f = self.log_density(m + e @ chol.T)
-            f0, fp, fm = f[0], f[1 : 1 + p], f[1 + p : 1 + 2 * p]
-            q = len(ii)
-            fpp, fpm, fmp, fmm = (f[1 + 2 * p + k * q : 1 + 2 * p + (k + 1) * q] for k in range(4))
-            grad = (fp - fm) / (2 * h)
-            hess = np.diag((fp - 2 * f0 + fm) / (h * h))
-            off = (fpp - fpm - fmp + fmm) / (4 * h * h)
-            hess[ii, jj] = off
-            hess[jj, ii] = off
+            grad, hess = self._derivatives(m, chol, h, ii, jj)
             try:
                 neg = np.linalg.cholesky(-hess)
             except np.linalg.LinAlgError:
@@ -595,6 +582,27 @@ class LinearPosterior:
         inv = np.linalg.inv(-hess)
         cov = chol @ inv @ chol.T
         self.loc, self.cov = m, 0.5 * (cov + cov.T)
+
+    def _derivatives(self, m, chol, h, ii, jj):
+        """Gradient and Hessian of the log density at m in the coordinates whitened by
+        chol, by central differences (one batched evaluation)."""
+        k = self._dim
+        eye = np.eye(k) * h
+        pts = [np.zeros((1, k)), eye, -eye]
+        for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+            pts.append(si * eye[ii] + sj * eye[jj])
+        e = np.concatenate(pts)
+        f = self.log_density(m + e @ chol.T)
+        f0, fp, fm = f[0], f[1 : 1 + k], f[1 + k : 1 + 2 * k]
+        q = len(ii)
+        fpp, fpm, fmp, fmm = (f[1 + 2 * k + j * q : 1 + 2 * k + (j + 1) * q] for j in range(4))
+        with np.errstate(invalid="ignore"):
+            grad = (fp - fm) / (2 * h)
+            hess = np.diag((fp - 2 * f0 + fm) / (h * h))
+            off = (fpp - fpm - fmp + fmm) / (4 * h * h)
+        hess[ii, jj] = off
+        hess[jj, ii] = off
+        return grad, hess
 
     def _propose(self, rng, size: int, nu: float = 10.0, inflate: float = 1.1):
         chol = np.linalg.cholesky(self.cov) * inflate
