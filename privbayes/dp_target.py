@@ -129,6 +129,7 @@ def _search_once(
     admissible = np.flatnonzero(targets > 0)
     memo: dict[int, tuple] = {}  # index (-1: order inf) -> (key, result, eps_at_lam)
     reach: list[tuple[float, float]] = []  # (eps at delta reachable, order) from refusals
+    refusals: dict[float, str] = {}  # order -> a refusal naming no reachable eps (structural)
 
     def evaluate(i: int) -> tuple:
         if i in memo:
@@ -144,6 +145,8 @@ def _search_once(
             low = (getattr(err, "reachable", None) or {}).get("min_eps")
             if isinstance(low, int | float) and math.isfinite(low) and low >= 0:
                 reach.append((_dp_at(lam, float(low), delta, 0.0), lam))
+            else:
+                refusals.setdefault(lam, str(err))
             memo[i] = ((-math.inf, -math.inf), None, math.inf)
             return memo[i][0]
         knob, at_lam = score(result)
@@ -220,6 +223,9 @@ def _search_once(
                 "for a larger eps or delta"
                 + (", or use a ledger with a wider grid of orders (the default)" if given else "")
             )
+        if refusals and not reach:  # the mechanism's own reason, at order inf if tried
+            at = math.inf if math.inf in refusals else min(refusals)
+            why += f"; at lam={at:g} the mechanism refused: {refusals[at]}"
         raise InfeasiblePrivacyError(
             f"(eps={eps:g}, delta={delta:g}) cannot be certified by {name} at any order " + why,
             reachable={"eps": "larger", "delta": delta},

@@ -96,3 +96,12 @@ def test_default_accountant_after_a_large_eps_release_with_a_failure_allowance()
         assert acc.get_epsilon(1e-3) == np.inf
     finally:
         pb.accounting.reset_default_accountant()
+
+
+def test_delta_target_refusal_names_the_mechanisms_reason():
+    """An (eps, delta) target that fails at every order for a structural reason (OPS needs
+    the exact back-end, which a small ball rules out) says so, not only 'ask for more eps'."""
+    x, y = _data()
+    lin = pb.BayesianLinearRegression(beta=1e-3, c=1.0, y_bound=2.0, noise_sd=0.3, radius=2.0)
+    with pytest.raises(pb.InfeasiblePrivacyError, match="OPS needs the exact back-end"):
+        pb.sample(lin, (x, y), method="ops", eps=1.0, delta=1e-5)

@@ -460,7 +460,9 @@ class BayesianLinearRegression(BallGLM):
         except (ExactInfeasibleError, InfeasiblePrivacyError) as err:
             if method == "ops":
                 raise InfeasiblePrivacyError(
-                    f"backend='auto': OPS needs the exact back-end, which cannot run here ({err})",
+                    f"backend='auto': OPS needs the exact back-end, which cannot run here ({err}; "
+                    "Langevin has no OPS: for this radius use method='diffused' or "
+                    "'concentrated')",
                     reachable={"method": "diffused"},
                 ) from None
         return self.with_backend("langevin")
