@@ -39,7 +39,13 @@ from scipy import special
 
 from .passes import family_pass, is_rows
 
-__all__ = ["BINARY_LOGISTIC", "BinaryLogistic", "GLMFamily", "MultinomialLogistic"]
+__all__ = [
+    "BINARY_LOGISTIC",
+    "BinaryLogistic",
+    "GLMFamily",
+    "MultinomialLogistic",
+    "ResponseFamily",
+]
 
 _CELLS = 1 << 21  # rows x proposals per block of margins (16 MB of float64)
 _SPLIT = 1 << 16  # margins per block below which the elementwise part stays in one thread
@@ -141,6 +147,17 @@ def sigmoid_neg(block: np.ndarray) -> None:
         np.exp(block, out=block)
     block += 1.0
     np.reciprocal(block, out=block)
+
+
+class ResponseFamily(GLMFamily):
+    """A family whose data are (X, y) with a real response y kept as given (linear and
+    Poisson regression): the kernels read float64 X (n, d) and y (n,)."""
+
+    def prepare(self, x: np.ndarray, y: np.ndarray):
+        return (np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+
+    def n_rows(self, data) -> int:
+        return data.n if is_rows(data) else int(data[0].shape[0])
 
 
 class BinaryLogistic(GLMFamily):

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .family import GLMFamily
+from .family import ResponseFamily
 from .passes import family_pass, is_rows
 
 __all__ = ["LinearGaussian", "RADIUS_SLACK", "check_bounded_family"]
@@ -48,7 +48,7 @@ def check_bounded_family(value, name: str) -> float:
     return v
 
 
-class LinearGaussian(GLMFamily):
+class LinearGaussian(ResponseFamily):
     """loss(theta; x, y) = (y - theta.x)^2 / (2 sigma^2) on the ball ||theta|| <= radius.
 
     ``y_bound``: |y| <= y_bound (public); ``noise_sd``: sigma (public); ``radius``: R, or
@@ -109,12 +109,6 @@ class LinearGaussian(GLMFamily):
         return ~(np.abs(y) <= self.y_bound)
 
     # -- kernels ---------------------------------------------------------------------------
-    def prepare(self, x: np.ndarray, y: np.ndarray):
-        return (np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-
-    def n_rows(self, data) -> int:
-        return data.n if is_rows(data) else int(data[0].shape[0])
-
     def loss_sums(self, data, w: np.ndarray, threads: int = 1) -> np.ndarray:
         """(B,): sum_i (y_i - w_b.x_i)^2 / (2 sigma^2) for the rows w_b of w (B, d)."""
         if is_rows(data):

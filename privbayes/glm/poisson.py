@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .family import GLMFamily
+from .family import ResponseFamily
 from .linear import RADIUS_SLACK, check_bounded_family
 from .passes import family_pass, is_rows
 
@@ -39,7 +39,7 @@ def _float_up(q: Fraction) -> float:
     return f if Fraction(f) >= q else math.nextafter(f, math.inf)
 
 
-class PoissonLog(GLMFamily):
+class PoissonLog(ResponseFamily):
     """loss(theta; x, y) = exp(theta.x) - y theta.x on ||theta|| <= radius, y in 0..max_count."""
 
     name = "Poisson (log link)"
@@ -90,12 +90,6 @@ class PoissonLog(GLMFamily):
 
     def bad_labels(self, y: np.ndarray) -> np.ndarray:
         return ~((y >= 0) & (y <= self.max_count) & (np.floor(y) == y))
-
-    def prepare(self, x: np.ndarray, y: np.ndarray):
-        return (np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-
-    def n_rows(self, data) -> int:
-        return data.n if is_rows(data) else int(data[0].shape[0])
 
     def loss_sums(self, data, w: np.ndarray, threads: int = 1) -> np.ndarray:
         if is_rows(data):
