@@ -201,12 +201,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
     def __sklearn_clone__(self):
         """clone(), with a :class:`privbayes.Ledger` instance shared rather than copied: it
         holds a database connection, and every clone must charge the same budget."""
-        if self.ledger is None or isinstance(self.ledger, str | os.PathLike):
-            return super().__sklearn_clone__()
-        twin = type(self)(**{**self.get_params(deep=False), "ledger": None})
-        twin = twin.__sklearn_clone__()
-        twin.ledger = self.ledger
-        return twin
+        return _clone_sharing_ledger(self, super().__sklearn_clone__)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -414,6 +409,19 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
         (scikit-learn's metrics would quote y's labels)."""
         with _values_withheld(X=X, y=y):
             return super().score(X, y, sample_weight=sample_weight)
+
+
+def _clone_sharing_ledger(estimator, base_clone):
+    """scikit-learn's clone of ``estimator`` (``base_clone``: its parent's
+    ``__sklearn_clone__``), except that a :class:`privbayes.Ledger` instance is shared, not
+    copied; a ledger path (or None) is an ordinary parameter."""
+    ledger = estimator.ledger
+    if ledger is None or isinstance(ledger, str | os.PathLike):
+        return base_clone()
+    twin = type(estimator)(**{**estimator.get_params(deep=False), "ledger": None})
+    twin = twin.__sklearn_clone__()
+    twin.ledger = ledger
+    return twin
 
 
 def _dask_xy(estimator, X, y):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -29,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .capping import public_entry
 from .charges import open_ledger
-from .estimators import _dask_xy, _values_withheld
+from .estimators import _clone_sharing_ledger, _dask_xy, _values_withheld
 from .models.linear import LINEAR_METHODS, BayesianLinearRegression
 from .preprocessing import clip_rows
 from .validation import check_bool, check_eps, check_lam
@@ -226,12 +225,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
 
     def __sklearn_clone__(self):
         """clone(), sharing a :class:`privbayes.Ledger` instance (as the logistic one)."""
-        if self.ledger is None or isinstance(self.ledger, str | os.PathLike):
-            return super().__sklearn_clone__()
-        twin = type(self)(**{**self.get_params(deep=False), "ledger": None})
-        twin = twin.__sklearn_clone__()
-        twin.ledger = self.ledger
-        return twin
+        return _clone_sharing_ledger(self, super().__sklearn_clone__)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -105,3 +105,22 @@ def test_delta_target_refusal_names_the_mechanisms_reason():
     lin = pb.BayesianLinearRegression(beta=1e-3, c=1.0, y_bound=2.0, noise_sd=0.3, radius=2.0)
     with pytest.raises(pb.InfeasiblePrivacyError, match="OPS needs the exact back-end"):
         pb.sample(lin, (x, y), method="ops", eps=1.0, delta=1e-5)
+
+
+def test_exact_failure_message_carries_no_count_of_accepted_proposals(monkeypatch):
+    """The failure event (probability <= delta_f) releases a message; it must not say how
+    many proposals fell inside the ball (a data-dependent number)."""
+    import dataclasses
+
+    from privbayes.sampling import exact_gaussian as eg
+    from privbayes.sampling.exact import ExactSamplingError
+
+    real = eg.gaussian_plan
+    monkeypatch.setattr(
+        eg, "gaussian_plan", lambda *a, **k: dataclasses.replace(real(*a, **k), radius=0.0)
+    )
+    x, y = _data()
+    lin = pb.BayesianLinearRegression(beta=1e-2, c=1.0, y_bound=2.0, noise_sd=0.3)
+    with pytest.raises(ExactSamplingError) as err:
+        pb.sample(lin.with_backend("exact"), (x, y), lam=2.0, eps=1.0)
+    assert "kept 0" not in str(err.value) and "fewer of its" in str(err.value)

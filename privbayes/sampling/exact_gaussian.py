@@ -289,8 +289,8 @@ def release_draw(model, xy, cal, rng, *, size=None, **_ignored):
     public = plan.public()
     if len(kept) < k:
         raise ExactSamplingError(
-            f"the exact back-end kept {len(kept)} of {plan.proposals:,} proposals inside the "
-            f"ball, fewer than the {k} draw(s) requested: nothing was released (probability "
+            f"the exact back-end kept fewer of its {plan.proposals:,} proposals inside the "
+            f"ball than the {k} draw(s) requested: nothing was released (probability "
             f"<= delta_f = {plan.delta_f:g} for every data set)",
             public=public,
         )
