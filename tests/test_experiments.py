@@ -329,3 +329,29 @@ def test_peers_quick(tmp_path):
     before = report
     _run("peers.py", tmp_path, "--report-only")
     assert (tmp_path / "REPORT.md").read_text() == before
+
+
+def test_langevin_family_certificate_and_noise():
+    """experiments/langevin_family.py: its b = 0 charge is the K-fold Gaussian composition
+    (DP-GD's, experiments/_peers/dpgd.py), the b > 0 charge is Theorem 1 and approaches it
+    from below as b -> 0, and the noise it solves for meets the budget, 1e-9 less does not."""
+    import langevin_family as F
+    from _peers import dpgd
+
+    n, steps, eta_d, rho = 2924, 40, 4.0, 2e-4
+    sigma = F.noise_for(n, steps, eta_d, 0.0, rho)
+    assert F.certified_rho(n, steps, eta_d, sigma, 0.0) <= rho
+    assert F.certified_rho(n, steps, eta_d, sigma * (1 - 1e-9), 0.0) > rho
+    sd = dpgd.noise_sigma(rho, steps, n, 1.0)  # DP-GD's noise on the mean gradient
+    assert sigma / eta_d == pytest.approx(sd, rel=1e-9)  # same charge (c slack 1e-12)
+    composed = F.certified_rho(n, steps, eta_d, sigma, 0.0)
+    shrunk = [F.certified_rho(n, steps, eta_d, sigma, b) for b in (1e-2, 1e-4, 1e-7)]
+    assert shrunk[0] < shrunk[1] < shrunk[2] <= composed * (1 + 1e-9)
+    assert shrunk[2] == pytest.approx(composed, rel=1e-5)
+    sigma_b = F.noise_for(n, steps, eta_d, 1e-2, rho)
+    assert (
+        F.certified_rho(n, steps, eta_d, sigma_b, 1e-2)
+        <= rho
+        < F.certified_rho(n, steps, eta_d, sigma_b * (1 - 1e-9), 1e-2)
+    )
+    assert sigma_b < sigma  # the shrink's contraction buys less noise

@@ -1,0 +1,126 @@
+"""Accuracy across the certified Langevin family, beyond the two public schedules.
+
+docs/langevin.md §6 ("Open"): Theorem 1 certifies noisy gradient descent with a data step
+eta_D on the mean loss, noise sigma on w, a shrink b per step and K steps, at
+rho = (eta_D G / n)^2 / (2 sigma^2) * F(1 - b, K). This script runs that iteration (a numpy
+replica of ``privbayes.sampling.langevin.run_chains`` in DP-GD's units) on the peers
+study's splits, with sigma the smallest noise whose certificate
+(``privbayes.sampling.langevin.certificate``) meets the zCDP budget rho that converts to
+(eps, delta), and prints test accuracy for K = f T with b = 0 (T: the study's DP-GD rule,
+uncapped) and for stationary runs at b = g b* (b* = 8 sqrt(d / rho) / (n B), B = M / c).
+
+It is a measurement for choosing a rule, not a release path: nothing here is a product API.
+
+    python experiments/langevin_family.py --datasets abalone --trials 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+from scipy import special
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+import logistic_regression as LR  # noqa: E402
+import peers  # noqa: E402
+from _peers import rules, targets  # noqa: E402
+
+from privbayes.sampling import langevin  # noqa: E402
+
+C_BOUND = 1.0  # the study's feature bound c
+SLACK = 1.0 + 1e-12  # the models' validation slack on c (docs/glm.md)
+
+
+def run(u: np.ndarray, steps: int, eta_d: float, sigma: float, b: float, rng) -> np.ndarray:
+    """w_K of w <- (1 - b) w - eta_D grad F(w) + sigma xi from 0; F the mean logistic loss
+    over rows u_i = y_i x_i, shape (n, d)."""
+    n, d = u.shape
+    w = np.zeros(d)
+    for _ in range(steps):
+        w = (1.0 - b) * w + eta_d * (u.T @ special.expit(-(u @ w))) / n
+        w += sigma * rng.standard_normal(d)
+    return w
+
+
+def certified_rho(n: int, steps: int, eta_d: float, sigma: float, b: float) -> float:
+    """Theorem 1 for the run above, evaluated exactly by ``langevin.certificate`` (b > 0)
+    or as the K-fold Gaussian composition it equals at b = 0."""
+    if b == 0.0:
+        return steps * (eta_d * 2.0 * C_BOUND * SLACK / n) ** 2 / (2.0 * sigma**2)
+    eta = 1.0 / n  # any step: only eta r n = eta_D and eta prec = b enter the iteration
+    sampler = {"step": eta, "noise": sigma, "prec": b / eta, "steps": steps}
+    return langevin.certificate(sampler, n, eta_d / (eta * n), C_BOUND * SLACK)
+
+
+def noise_for(n: int, steps: int, eta_d: float, b: float, rho: float) -> float:
+    """The smallest sigma (to a relative 1e-12, bisection in log sigma) certified at rho."""
+    lo, hi = 1e-12, 1e6
+    while hi / lo > 1.0 + 1e-12:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if certified_rho(n, steps, eta_d, mid, b) <= rho else (mid, hi)
+    return hi
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--datasets", type=lambda s: s.split(","), default=["abalone"])
+    p.add_argument("--eps", type=lambda s: [float(e) for e in s.split(",")],
+                   default=[0.1, 0.3, 1.0, 3.0, 10.0])  # fmt: skip
+    p.add_argument("--trials", type=int, default=12)
+    p.add_argument("--factors", type=lambda s: [float(f) for f in s.split(",")],
+                   default=[1, 2, 4, 8], help="K = f T at b = 0")  # fmt: skip
+    p.add_argument("--shrinks", type=lambda s: [float(g) for g in s.split(",") if g],
+                   default=[1, 0.25], help="stationary runs at b = g b*")  # fmt: skip
+    p.add_argument("--cap", type=int, default=20_000, help="at most this many steps")
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--max-train", type=int, default=0)
+    a = p.parse_args(argv)
+    study = peers.parse_args(
+        ["--data-dir", a.data_dir] * bool(a.data_dir)
+        + ["--max-train", str(a.max_train)] * bool(a.max_train)
+    )
+    margin = rules.MARGIN_SCALE
+    out: dict[tuple, list[float]] = {}
+    for name in a.datasets:
+        for trial in range(a.trials):
+            xtr, ytr, xte, yte = LR.split(name, study, C.task_rng(a.seed, 1000 + trial))
+            n, d = xtr.shape
+            u = xtr * np.where(ytr > 0.5, 1.0, -1.0)[:, None]
+            for eps in a.eps:
+                rho = targets.max_rho(eps, a.delta)[0]
+                t, eta_d = rules.dpgd_schedule(n, d, C_BOUND, rho, margin, 10**9)
+                b_star = 8.0 * math.sqrt(d / rho) / (n * margin / C_BOUND)
+                runs = {f"b=0, K={f:g}T": (max(1, round(f * t)), 0.0) for f in a.factors}
+                for g in a.shrinks:
+                    runs[f"stationary, b={g:g}b*"] = (math.ceil(math.log(100) / (g * b_star)),
+                                                      g * b_star)  # fmt: skip
+                for i, (label, (steps, b)) in enumerate(runs.items()):
+                    steps = min(steps, a.cap)
+                    key = zlib.crc32(repr((name, trial, eps, i)).encode())
+                    rng = C.task_rng(a.seed, key)
+                    sigma = noise_for(n, steps, eta_d, b, rho)
+                    w = run(u, steps, eta_d, sigma, b, rng)
+                    out.setdefault((name, label, eps), []).append(LR.accuracy(w, xte, yte))
+    labels = list(dict.fromkeys(k[1] for k in out))
+    print("| data set | run | " + " | ".join(f"ε={e:g}" for e in a.eps) + " |")
+    print("|---|---|" + "---|" * len(a.eps))
+    for name in a.datasets:
+        for label in labels:
+            cells = []
+            for eps in a.eps:
+                v = np.asarray(out[(name, label, eps)])
+                se = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else 0.0
+                cells.append(f"{v.mean():.3f} ± {se:.3f}")
+            print(f"| {name} | {label} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
