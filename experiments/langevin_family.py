@@ -2,8 +2,8 @@
 
 docs/langevin.md §6 ("Open"): Theorem 1 certifies noisy gradient descent with a data step
 eta_D on the mean loss, noise sigma on w, a shrink b per step and K steps, at
-rho = (eta_D G / n)^2 / (2 sigma^2) * F(1 - b, K). This script runs that iteration (a numpy
-replica of ``privbayes.sampling.langevin.run_chains`` in DP-GD's units) on the peers
+rho = (eta_D G / n)^2 / (2 sigma^2) * F(1 - b, K). This script runs that iteration (the
+product's ``privbayes.sampling.langevin.run_chains``, parameters set in DP-GD's units) on the peers
 study's splits, with sigma the smallest noise whose certificate
 (``privbayes.sampling.langevin.certificate``) meets the zCDP budget rho that converts to
 (eps, delta), and prints test accuracy for K = f T with b = 0 (T: the study's DP-GD rule,
@@ -20,10 +20,10 @@ import argparse
 import math
 import sys
 import zlib
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
@@ -37,34 +37,46 @@ C_BOUND = 1.0  # the study's feature bound c
 SLACK = 1.0 + 1e-12  # the models' validation slack on c (docs/glm.md)
 
 
-def run(u: np.ndarray, steps: int, eta_d: float, sigma: float, b: float, rng) -> np.ndarray:
-    """w_K of w <- (1 - b) w - eta_D grad F(w) + sigma xi from 0; F the mean logistic loss
-    over rows u_i = y_i x_i, shape (n, d)."""
-    n, d = u.shape
-    w = np.zeros(d)
-    for _ in range(steps):
-        w = (1.0 - b) * w + eta_d * (u.T @ special.expit(-(u @ w))) / n
-        w += sigma * rng.standard_normal(d)
-    return w
+def sampler_of(n: int, steps: int, eta_d: float, sigma: float, b: float) -> tuple[dict, float]:
+    """(sampler, r) of ``privbayes.sampling.langevin`` for the run in DP-GD's units: its
+    iteration w <- (1 - eta prec) w + eta r sum_i (-grad loss_i) + noise xi is
+    w <- (1 - b) w - eta_D grad F(w) + sigma xi with eta r n = eta_D, eta prec = b."""
+    eta = 1.0 / n  # any step: only eta r n and eta prec enter the iteration
+    sampler = {"algorithm": langevin.ALGORITHM, "step": eta, "noise": sigma,
+               "prec": b / eta, "steps": steps, "start": 0.0}  # fmt: skip
+    return sampler, eta_d / (eta * n)
 
 
 def certified_rho(n: int, steps: int, eta_d: float, sigma: float, b: float) -> float:
-    """Theorem 1 for the run above, evaluated exactly by ``langevin.certificate`` (b > 0)
-    or as the K-fold Gaussian composition it equals at b = 0."""
-    if b == 0.0:
-        return steps * (eta_d * 2.0 * C_BOUND * SLACK / n) ** 2 / (2.0 * sigma**2)
-    eta = 1.0 / n  # any step: only eta r n = eta_D and eta prec = b enter the iteration
-    sampler = {"step": eta, "noise": sigma, "prec": b / eta, "steps": steps}
-    return langevin.certificate(sampler, n, eta_d / (eta * n), C_BOUND * SLACK)
+    """rho of the run, for the doubles it uses, rounded up: Theorem 1 by
+    ``langevin.certificate`` when b > 0; at b = 0 (kappa = 1) the K-fold Gaussian
+    composition K s^2 / (2 sigma^2), s = eta r G, the theorem's limit, in exact rationals."""
+    sampler, r = sampler_of(n, steps, eta_d, sigma, b)
+    if b > 0.0:
+        return langevin.certificate(sampler, n, r, C_BOUND * SLACK)
+    s = Fraction(sampler["step"]) * Fraction(r) * 2 * Fraction(C_BOUND * SLACK)
+    rho = steps * s * s / (2 * Fraction(sigma) ** 2)
+    f = float(rho)
+    return f if Fraction(f) >= rho else math.nextafter(f, math.inf)
 
 
 def noise_for(n: int, steps: int, eta_d: float, b: float, rho: float) -> float:
-    """The smallest sigma (to a relative 1e-12, bisection in log sigma) certified at rho."""
+    """The smallest sigma (to a relative 1e-12, bisection in log sigma) certified at rho.
+
+    Raises ValueError when the bracket [1e-12, 1e6] does not contain it."""
     lo, hi = 1e-12, 1e6
+    if certified_rho(n, steps, eta_d, hi, b) > rho or certified_rho(n, steps, eta_d, lo, b) <= rho:
+        raise ValueError(f"no noise in [{lo:g}, {hi:g}] is certified at exactly rho = {rho!r}")
     while hi / lo > 1.0 + 1e-12:
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if certified_rho(n, steps, eta_d, mid, b) <= rho else (mid, hi)
     return hi
+
+
+def run(x, y, steps: int, eta_d: float, sigma: float, b: float, rng) -> np.ndarray:
+    """w_K of the run, shape (d,), by the product's own sampler (``langevin.run_chains``)."""
+    sampler, r = sampler_of(len(y), steps, eta_d, sigma, b)
+    return langevin.run_chains(x, np.where(y > 0.5, 1.0, -1.0), r, sampler, 1, rng)[0]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -93,7 +105,6 @@ def main(argv: list[str] | None = None) -> None:
         for trial in range(a.trials):
             xtr, ytr, xte, yte = LR.split(name, study, C.task_rng(a.seed, 1000 + trial))
             n, d = xtr.shape
-            u = xtr * np.where(ytr > 0.5, 1.0, -1.0)[:, None]
             for eps in a.eps:
                 rho = targets.max_rho(eps, a.delta)[0]
                 t, eta_d = rules.dpgd_schedule(n, d, C_BOUND, rho, margin, 10**9)
@@ -107,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                     key = zlib.crc32(repr((name, trial, eps, i)).encode())
                     rng = C.task_rng(a.seed, key)
                     sigma = noise_for(n, steps, eta_d, b, rho)
-                    w = run(u, steps, eta_d, sigma, b, rng)
+                    w = run(xtr, ytr, steps, eta_d, sigma, b, rng)
                     out.setdefault((name, label, eps), []).append(LR.accuracy(w, xte, yte))
     labels = list(dict.fromkeys(k[1] for k in out))
     print("| data set | run | " + " | ".join(f"ε={e:g}" for e in a.eps) + " |")

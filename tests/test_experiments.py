@@ -355,3 +355,23 @@ def test_langevin_family_certificate_and_noise():
         < F.certified_rho(n, steps, eta_d, sigma_b * (1 - 1e-9), 1e-2)
     )
     assert sigma_b < sigma  # the shrink's contraction buys less noise
+    # the b = 0 charge is rounded up from the exact rational of the doubles the run uses
+    from fractions import Fraction
+
+    sampler, r = F.sampler_of(n, steps, eta_d, sigma, 0.0)
+    s = Fraction(sampler["step"]) * Fraction(r) * 2 * Fraction(F.C_BOUND * F.SLACK)
+    exact = steps * s * s / (2 * Fraction(sigma) ** 2)
+    assert exact <= Fraction(F.certified_rho(n, steps, eta_d, sigma, 0.0)) <= exact * (1 + 2**-50)
+    with pytest.raises(ValueError, match="no noise"):
+        F.noise_for(n, steps, eta_d, 0.0, 1e-40)  # beyond the bracket: refused, not returned
+    # the run is the product's sampler: seeded, deterministic, shape (d,)
+    x = np.random.default_rng(0).normal(size=(50, 3)) / 4
+    y = (x[:, 0] > 0).astype(float)
+    w = F.run(x, y, 5, eta_d, 0.1, 1e-3, np.random.default_rng(1))
+    assert w.shape == (3,)
+    np.testing.assert_array_equal(w, F.run(x, y, 5, eta_d, 0.1, 1e-3, np.random.default_rng(1)))
+    u, rng, v = x * np.where(y > 0.5, 1.0, -1.0)[:, None], np.random.default_rng(1), np.zeros(3)
+    for _ in range(5):  # the iteration in DP-GD's units, written out
+        grad = -(u.T @ (1.0 / (1.0 + np.exp(u @ v)))) / len(y)
+        v = (1 - 1e-3) * v - eta_d * grad + 0.1 * rng.standard_normal(3)
+    np.testing.assert_allclose(w, v, rtol=1e-10, atol=1e-12)
