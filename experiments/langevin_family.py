@@ -20,7 +20,6 @@ import argparse
 import math
 import sys
 import zlib
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -48,16 +47,11 @@ def sampler_of(n: int, steps: int, eta_d: float, sigma: float, b: float) -> tupl
 
 
 def certified_rho(n: int, steps: int, eta_d: float, sigma: float, b: float) -> float:
-    """rho of the run, for the doubles it uses, rounded up: Theorem 1 by
-    ``langevin.certificate`` when b > 0; at b = 0 (kappa = 1) the K-fold Gaussian
-    composition K s^2 / (2 sigma^2), s = eta r G, the theorem's limit, in exact rationals."""
+    """rho of the run, for the doubles it uses, rounded up: ``langevin.certificate``
+    (Theorem 1 and the first-step bound from the start 0; at b = 0, kappa = 1, the K-fold
+    Gaussian composition with the first step charged a quarter, in exact rationals)."""
     sampler, r = sampler_of(n, steps, eta_d, sigma, b)
-    if b > 0.0:
-        return langevin.certificate(sampler, n, r, C_BOUND * SLACK)
-    s = Fraction(sampler["step"]) * Fraction(r) * 2 * Fraction(C_BOUND * SLACK)
-    rho = steps * s * s / (2 * Fraction(sigma) ** 2)
-    f = float(rho)
-    return f if Fraction(f) >= rho else math.nextafter(f, math.inf)
+    return langevin.certificate(sampler, n, r, C_BOUND * SLACK)
 
 
 def noise_for(n: int, steps: int, eta_d: float, b: float, rho: float) -> float:

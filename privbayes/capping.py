@@ -81,9 +81,13 @@ def _message(cal, size: int | None) -> str:
         "t": "OPS already uses the whole likelihood (t = 1)",
     }[name]
     if (cal.sampler or {}).get("schedule") == "utility" and name != "t":
-        what += (
-            ", run by Langevin's utility schedule for as many steps as the target allows, up "
-            "to the stationary run (an early stop is not a posterior draw; docs/langevin.md §6)"
+        what = {
+            "r": "The release weighs the whole likelihood (r = 1)",
+            "m": "The release weighs the whole likelihood (m = 1)",
+        }[name] + (
+            ", run by Langevin's utility schedule (noisy gradient descent from 0, not a "
+            "posterior draw) for as many steps as the target allows, up to the stationary "
+            "schedule's number (docs/langevin.md §6)"
         )
     if glm and name == "t":
         fix = (

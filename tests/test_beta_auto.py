@@ -163,12 +163,15 @@ def test_sample_and_estimator_warn_once_at_the_callers_line():
     rng = np.random.default_rng(1)
     X = pb.preprocessing.clip_rows(rng.normal(size=(300, 2)), c=1.0)
     y = (X[:, 0] > 0).astype(int)
-    model = pb.BayesianLogisticRegression(1.0, backend="langevin")  # eps(r = 1) = 0.013
+    # the stationary rule (the utility rule at r = 1 lengthens its run to spend the target)
+    model = pb.BayesianLogisticRegression(1.0, backend="langevin", schedule="stationary")
     with pytest.warns(pb.KnobCappedWarning, match="per draw") as rec:
         pb.sample(model, (X, y), 2.0, 1.0, size=3)
     assert len(rec) == 1 and rec[0].filename == __file__
     with pytest.warns(pb.KnobCappedWarning) as rec:
-        pb.PrivateLogisticRegression(beta=1.0, eps=1.0, backend="langevin").fit(X, y)
+        pb.PrivateLogisticRegression(
+            beta=1.0, eps=1.0, backend="langevin", schedule="stationary"
+        ).fit(X, y)
     assert len(rec) == 1 and rec[0].filename == __file__
     with pytest.warns(pb.KnobCappedWarning, match="weaker prior") as rec:
         pb.release_query(np.full(50, 0.5), 2.0, 10.0, alpha=30.0, beta=30.0)

@@ -106,7 +106,9 @@ def ratios(u, u_nb, r, prec, sampler, start, c, cert_noise=None):
     n = u.shape[0]
     eta, noise, steps = sampler["step"], sampler["noise"], sampler["steps"]
     kappa = 1 - eta * prec
-    cert_sampler = dict(sampler, noise=cert_noise or noise)
+    # the certificate's first-step bound holds from the start 0 only: describe the start run
+    fill = float(start[0]) if np.all(np.asarray(start) == start[0]) else math.nan
+    cert_sampler = dict(sampler, noise=cert_noise or noise, start=fill)
     rho = langevin.certificate(cert_sampler, n, r, c)
     (lp, lq), cell, _ = exact_laws(
         [logistic_grad(u, r, prec), logistic_grad(u_nb, r, prec)], start, eta, noise, steps, kappa
@@ -230,6 +232,41 @@ def test_mutants_fail_the_check():
     assert min(got) > 3.0
 
 
+def test_first_step_bound_is_attained_and_its_mutant_fails():
+    """From the start 0 the first gradient difference is r (u' - u) / 2, at most r c
+    (docs/langevin.md §4): at K = 1, u = c against u' = -c in 1-D, the exact divergence IS
+    the certificate (s0 = s / 2), for the no-pull utility run (prec 0) and with a pull; a
+    family that claims s0 = s / 4 is exceeded 4-fold, and one more step (K = 2) stays under."""
+
+    class Mutant(type(langevin.BINARY_LOGISTIC)):
+        def start_sensitivity_sq(self, c):
+            return F(c) ** 2 / 4
+
+    c, n, beta, r = 1.0, 3, 0.2, 1.0
+    u = np.full((n, 1), c)
+    u_nb = u.copy()
+    u_nb[0, 0] = -c
+    for kind in ("utility", "stationary"):
+        base = langevin.schedule(n, beta, c, r, 1.0, kind=kind)
+        for steps in (1, 2):
+            s = dict(base, steps=steps)
+            kappa = 1 - s["step"] * s["prec"]
+            (lp, lq), cell, _ = exact_laws(
+                [logistic_grad(u, r, s["prec"]), logistic_grad(u_nb, r, s["prec"])],
+                [0.0], s["step"], s["noise"], steps, kappa,
+            )  # fmt: skip
+            rho, bad = (langevin.certificate(s, n, r, c, fam) for fam in (None, Mutant()))
+            for lam in ORDERS:
+                exact = renyi(lp, lq, lam, cell)
+                assert exact <= lam * rho * (1 + 1e-9), (kind, steps, lam)
+                if steps == 1:
+                    assert exact == pytest.approx(lam * rho, rel=1e-6)  # attained
+                    assert exact > 3.9 * lam * bad  # the mutant is exceeded 4-fold
+    # a nonzero start gets no first-step credit: the sampler says where it starts
+    s = dict(langevin.schedule(n, beta, c, r, 1.0, kind="utility"), steps=3)
+    assert langevin.certificate(dict(s, start=0.5), n, r, c) > langevin.certificate(s, n, r, c)
+
+
 def test_contraction_condition_is_exact_and_enforced():
     rng = np.random.default_rng(2)
     for _ in range(200):
@@ -328,18 +365,31 @@ def test_seeded_determinism_and_fresh_entropy():
 
 
 # -- calibration -------------------------------------------------------------------------
-def _mp_bound(sampler, n, r, c, lam):
-    """Theorem 1 at 60 digits from the doubles the sampler uses (independent of Fractions)."""
+def _mp_bound(sampler, n, r, c, lam, start_sq=1):
+    """The certificate at 60 digits from the doubles the sampler uses (independent of
+    Fractions): the smaller of Theorem 1 and the first-step bound (docs/langevin.md §4;
+    G0^2 = start_sq c^2, 1 for binary logistic), F(1, j) = j at prec = 0."""
     with mpmath.workdps(60):
         eta, noise, prec = (mpmath.mpf(sampler[k]) for k in ("step", "noise", "prec"))
         r, c = mpmath.mpf(r), mpmath.mpf(c)
         kappa = 1 - eta * prec
-        t = kappa ** sampler["steps"]
-        s = 2 * eta * r * c
-        rho = s**2 / (2 * noise**2) * (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
+        steps = sampler["steps"]
+
+        def spread(j):
+            if j == 0:
+                return mpmath.mpf(0)
+            if kappa == 1:
+                return mpmath.mpf(j)
+            t = kappa**j
+            return (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
+
+        s2 = (2 * eta * r * c) ** 2
+        s02 = start_sq * (eta * r * c) ** 2
+        rho = min(s2 * spread(steps), s02 + s2 * spread(steps - 1)) / (2 * noise**2)
         return mpmath.mpf(lam) * rho
 
 
+@pytest.mark.parametrize("schedule", ["utility", "stationary"])
 @pytest.mark.parametrize(
     "n,beta,c,lam,eps,method",
     [
@@ -352,17 +402,17 @@ def _mp_bound(sampler, n, r, c, lam):
         (2**40, 1e-8, 1.0, 64.0, 1e-3, "diffused"),
     ],
 )
-def test_calibration_meets_the_target_against_mpmath(n, beta, c, lam, eps, method):
-    model = BayesianLogisticRegression(beta=beta, c=c, backend="langevin")
+def test_calibration_meets_the_target_against_mpmath(n, beta, c, lam, eps, method, schedule):
+    model = BayesianLogisticRegression(beta=beta, c=c, backend="langevin", schedule=schedule)
     cal = pb.calibrate(model, n, lam, eps, method)
     assert cal.eps <= eps and cal.sampler["guarantee"] == "algorithm"
     exact = _mp_bound(cal.sampler, n, cal.r, model._c_cert(), lam)
     assert exact <= mpmath.mpf(cal.eps) <= exact * (1 + mpmath.mpf(2) ** -50)
-    # below the exact-posterior certificate at the same (r, m)
-    post = 2 * lam * model._c_cert() ** 2 * cal.r**2 * cal.m / (n * beta)
-    assert cal.eps < post
+    if schedule == "stationary":  # below the exact-posterior certificate at the same (r, m)
+        post = 2 * lam * model._c_cert() ** 2 * cal.r**2 * cal.m / (n * beta)
+        assert cal.eps < post
     knob = cal.m if method == "concentrated" else cal.r
-    if method != "direct" and knob * (1 + 1e-9) <= 1:
+    if method != "direct" and knob * (1 + 1e-9) <= 1 and cal.sampler["steps"] > 1:
         # the largest knob: a slightly larger one misses the target
         bigger = dict(diffused=(knob * (1 + 1e-9), 1.0), concentrated=(1.0, knob * (1 + 1e-9)))
         r2, m2 = bigger[method]

@@ -207,33 +207,40 @@ def test_certificate_closed_forms():
 
 
 def test_langevin_certificate_uses_the_family_constants():
-    from privbayes.sampling import langevin
-
-    model = pb.MultinomialLogisticRegression(0.01, 1.0, 10, backend="langevin")
-    cal = pb.calibrate(model, 5000, 2.0, 1.0, "diffused")
-    assert cal.eps <= 1.0 and cal.guarantee == "algorithm"
-    s = cal.sampler
-    c = model._c_cert()
-    # contraction condition with L = r n c^2 / 2 + p
     from fractions import Fraction
 
-    assert Fraction(s["step"]) * (2 * Fraction(s["prec"]) + Fraction(cal.r) * 5000 * c**2 / 2) <= 2
-    kappa = 1 - s["step"] * s["prec"]
-    kk = kappa ** s["steps"]
-    g2 = 8 * float(c) ** 2
-    rho = (
-        (s["step"] * cal.r) ** 2
-        * g2
-        / (2 * s["noise"] ** 2)
-        * (1 + kappa)
-        * (1 - kk)
-        / ((1 - kappa) * (1 + kk))
-    )
-    assert cal.eps == pytest.approx(2.0 * rho, rel=1e-9)
-    assert langevin.certificate(s, 5000, cal.r, c, model.family) == pytest.approx(rho, rel=1e-9)
-    # below the exact-posterior certificate at the same knob
-    post = pb.MultinomialLogisticRegression(0.01, 1.0, 10, backend="imh")
-    assert cal.eps < float(post.rdp(5000, 2.0, cal.r, cal.m, "diffused"))
+    from privbayes.sampling import langevin
+
+    def spread(kappa, j):  # F(kappa, j) of docs/langevin.md §4; j at kappa = 1
+        if j == 0 or kappa == 1:
+            return float(j)
+        kk = kappa**j
+        return (1 + kappa) * (1 - kk) / ((1 - kappa) * (1 + kk))
+
+    for schedule in ("stationary", "utility"):
+        model = pb.MultinomialLogisticRegression(
+            0.01, 1.0, 10, backend="langevin", schedule=schedule
+        )
+        cal = pb.calibrate(model, 5000, 2.0, 1.0, "diffused")
+        assert cal.eps <= 1.0 and cal.guarantee == "algorithm"
+        s = cal.sampler
+        c = model._c_cert()
+        # contraction condition with L = r n c^2 / 2 + p
+        lhs = Fraction(s["step"]) * (2 * Fraction(s["prec"]) + Fraction(cal.r) * 5000 * c**2 / 2)
+        assert lhs <= 2
+        kappa = 1 - s["step"] * s["prec"]
+        assert (kappa == 1) == (schedule == "utility")  # the utility run has no pull
+        g2 = 8 * float(c) ** 2
+        g02 = 4 * float(c) ** 2 * 9 / 10  # at W = 0: 2c sqrt((K - 1) / K), K = 10 classes
+        unit = (s["step"] * cal.r) ** 2 / (2 * s["noise"] ** 2)
+        k = s["steps"]
+        rho = unit * min(g2 * spread(kappa, k), g02 + g2 * spread(kappa, k - 1))
+        assert cal.eps == pytest.approx(2.0 * rho, rel=1e-9)
+        cert = langevin.certificate(s, 5000, cal.r, c, model.family)
+        assert cert == pytest.approx(rho, rel=1e-9)
+        if schedule == "stationary":  # below the exact-posterior certificate at the knob
+            post = pb.MultinomialLogisticRegression(0.01, 1.0, 10, backend="imh")
+            assert cal.eps < float(post.rdp(5000, 2.0, cal.r, cal.m, "diffused"))
 
 
 # -- back-ends ------------------------------------------------------------------------------
@@ -263,7 +270,9 @@ def test_langevin_and_imh_agree_on_the_posterior_mean():
     """Both back-ends near the same tempered posterior (means of the class-score
     differences, which the data identify), at eps large enough that r = 1."""
     x, y = _data(n=300, d=2)
-    lang = pb.MultinomialLogisticRegression(0.05, 1.0, K, backend="langevin")
+    lang = pb.MultinomialLogisticRegression(
+        0.05, 1.0, K, backend="langevin", schedule="stationary"
+    )  # the posterior's chain (the utility default is an early stop, not a posterior draw)
     imh = pb.MultinomialLogisticRegression(0.05, 1.0, K, backend="imh")
     a = pb.sample(lang, (x, y), 2.0, 120.0, "diffused", size=120, rng=1)
     b = pb.sample(imh, (x, y), 2.0, 120.0, "diffused", size=120, rng=2)

@@ -255,10 +255,11 @@ FLAGS: dict[str, tuple[tuple[str, ...], dict]] = {
         ("--schedule",),
         {
             "choices": ("utility", "stationary"),
-            "help": "logistic and multinomial with --backend langevin or auto: Langevin's "
-            "rule for its number of steps: utility (default: stopped early to minimise an "
-            "excess-risk bound; not a posterior draw) or stationary "
-            "(run until it forgets its start: a draw near the posterior); docs/langevin.md",
+            "help": "logistic, multinomial, linear and poisson with --backend langevin or "
+            "auto: Langevin's rule: utility (default: noisy gradient descent from 0 without "
+            "the prior's pull, stopped early to minimise an excess-risk bound; not a "
+            "posterior draw) or stationary (the posterior's chain run until it forgets its "
+            "start: a draw near the posterior); docs/langevin.md §6",
         },
     ),
     "d": (
@@ -844,7 +845,8 @@ def _target_features(args, table, name: str):
 
 
 def _ball_options(args, command: str) -> dict:
-    """The ball GLMs' sample options: --radius, --backend, --max-steps, --intercept and
+    """The ball GLMs' sample options: --radius, --backend, --max-steps, --schedule,
+    --intercept and
     --intercept-scaling (the model checks their values)."""
     options = {"backend": args.backend or "auto"}
     if command != "sample":
@@ -853,6 +855,8 @@ def _ball_options(args, command: str) -> dict:
         options["radius"] = args.radius
     if args.max_steps is not None:
         options["max_steps"] = args.max_steps
+    if getattr(args, "schedule", None) is not None:  # the model refuses other back-ends
+        options["schedule"] = args.schedule
     if args.intercept_scaling is not None and not args.intercept:
         raise UsageError("--intercept-scaling needs --intercept")
     options["fit_intercept"] = bool(args.intercept)
@@ -870,7 +874,7 @@ class LinearAdapter(Adapter):
     flags = {
         "sample": frozenset(
             {"target", "features", "beta", "c", "y_bound", "noise_sd", "intercept"}
-            | {"intercept_scaling", "radius", "backend", "max_steps"}
+            | {"intercept_scaling", "radius", "backend", "max_steps", "schedule"}
         ),
         "posterior": frozenset(
             {"target", "features", "beta", "c", "y_bound", "noise_sd", "intercept"}
@@ -912,7 +916,7 @@ class PoissonAdapter(LinearAdapter):
     flags = {
         "sample": frozenset(
             {"target", "features", "beta", "c", "max_count", "intercept"}
-            | {"intercept_scaling", "radius", "backend", "max_steps"}
+            | {"intercept_scaling", "radius", "backend", "max_steps", "schedule"}
         ),
     }
 

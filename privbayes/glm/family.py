@@ -78,6 +78,12 @@ class GLMFamily:
         ``sensitivity_sq * c^2``."""
         return self.sensitivity_sq * Fraction(c) ** 2
 
+    def start_sensitivity_sq(self, c) -> Fraction:
+        """G0^2 exactly: the square of sup ||grad loss(0; z) - grad loss(0; z')|| at the
+        sampler's start theta = 0 (docs/langevin.md §4, "The first step"), at most
+        ``gradient_sensitivity_sq(c)``. Default: that bound (no gain)."""
+        return self.gradient_sensitivity_sq(c)
+
     def curvature_bound(self, c) -> Fraction:
         """An exact rational k_c with grad^2 loss(theta; z) <= k_c I for rows of norm <= c
         (on the family's ball): the data part of the smoothness is then r n k_c.
@@ -174,6 +180,10 @@ class BinaryLogistic(GLMFamily):
     sensitivity_sq = Fraction(4)
     curvature = Fraction(1, 4)
     self_concordance = Fraction(1)
+
+    def start_sensitivity_sq(self, c) -> Fraction:
+        """At w = 0, grad loss(0; u) = -u / 2: two records differ by ||u' - u|| / 2 <= c."""
+        return Fraction(c) ** 2
 
     def prepare(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(x * y[:, None], dtype=np.float64)  # y^2 = 1
@@ -273,6 +283,12 @@ class MultinomialLogistic(GLMFamily):
 
     def __repr__(self) -> str:
         return f"MultinomialLogistic({self.outputs})"
+
+    def start_sensitivity_sq(self, c) -> Fraction:
+        """At W = 0, grad loss = x (1/K - e_y)^T, of norm ||x|| sqrt((K - 1) / K): two
+        records differ by at most 2 c sqrt((K - 1) / K) (x' = -x, y' = y attains it)."""
+        k = self.outputs
+        return 4 * Fraction(c) ** 2 * Fraction(k - 1, k)
 
     def prepare(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return (np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.int64))

@@ -212,6 +212,10 @@ class BayesianLinearRegression(BallGLM):
     delta_f, max_proposals : exact only: failure probability (default 1e-12; with the ball
         test's shell it is added to delta) and the cap on proposals.
     step_scale, max_steps : langevin only (docs/langevin.md §5).
+    schedule : langevin only: "utility" (default; projected noisy gradient descent from 0
+        without the prior's pull, stopped at K = ceil(1 / (2 eta n beta / m)): not a
+        posterior draw) or "stationary" (the truncated posterior's chain run until it
+        forgets its start), docs/langevin.md §6.
 
     Data for :func:`privbayes.sample`: ``(X, y)``, X (n, d) with rows of norm <=
     ``feature_bound``, y (n,) with |y| <= y_bound. NaN/inf, rows over the bound and
@@ -243,6 +247,7 @@ class BayesianLinearRegression(BallGLM):
         max_proposals: int | None = None,
         step_scale: float | None = None,
         max_steps: int | None = None,
+        schedule: str | None = None,
     ) -> None:
         if isinstance(beta, str):
             raise ValueError(
@@ -273,6 +278,7 @@ class BayesianLinearRegression(BallGLM):
             beta, c, radius, backend=backend, fit_intercept=fit_intercept,
             intercept_scaling=intercept_scaling, delta_f=delta_f, max_proposals=max_proposals,
             step_scale=step_scale, max_steps=max_steps,
+            schedule=schedule,
         )  # fmt: skip
 
     def __repr__(self) -> str:

@@ -240,10 +240,12 @@ class BayesianLogisticRegression(Frozen):
     step_scale : langevin only: h in (0, 1], step eta = h * 2 / (mu + L) (default 1/2).
     max_steps : langevin only: cap on the number of steps K (default 10,000).
     schedule : langevin only: the public rule for the number of steps K (docs/langevin.md
-        §6). "utility" (default): K = ceil(1 / (3 eta prec)), the minimiser of a stated
-        excess-risk bound — an early-stopped noisy gradient descent from 0 (a larger
-        r at the same eps, fewer steps), *not* an approximate posterior draw (at r = m = 1 it
-        runs as long as the target allows, up to the stationary K); "stationary": K until
+        §6). "utility" (default): noisy gradient descent on the r-weighted loss from 0
+        with no pull towards the prior, stopped at K = ceil(1 / (2 eta n beta / m)), the
+        minimiser of a stated excess-risk bound at the prior's scale (DP-GD's iteration,
+        its first step charged a quarter; a larger r at the same eps, fewer steps), *not*
+        an approximate posterior draw (at r = m = 1 it runs as long as the target allows,
+        up to the stationary K); "stationary": the tempered posterior's chain run until
         the chain has forgotten its start (kappa^K <= 1%), a draw near the posterior. The
         certificate covers either law (guarantee "algorithm"); the release's
         ``calibration.sampler["schedule"]`` says which ran.

@@ -23,9 +23,9 @@ class BayesianPoissonRegression(BallGLM):
     Parameters: ``beta`` (prior precision per record), ``c`` (row bound), ``max_count``
     (counts y in 0..max_count, public), ``radius`` R (public, required), ``backend``
     ("auto" = "langevin"), ``fit_intercept``, ``intercept_scaling``, ``step_scale``,
-    ``max_steps`` as in :class:`privbayes.BayesianLinearRegression`. Data ``(X, y)``; a
-    count outside 0..max_count, a non-integer count, NaN/inf or a row over the bound raises
-    :class:`privbayes.DataError` before any charge. ValueError when c R > 700.
+    ``max_steps``, ``schedule`` as in :class:`privbayes.BayesianLinearRegression`. Data
+    ``(X, y)``; a count outside 0..max_count, a non-integer count, NaN/inf or a row over the
+    bound raises :class:`privbayes.DataError` before any charge. ValueError when c R > 700.
     """
 
     methods = ("direct", "diffused", "concentrated")
@@ -44,6 +44,7 @@ class BayesianPoissonRegression(BallGLM):
         backend: str = "auto",
         step_scale: float | None = None,
         max_steps: int | None = None,
+        schedule: str | None = None,
     ) -> None:
         if isinstance(beta, str):
             raise ValueError(
@@ -57,6 +58,7 @@ class BayesianPoissonRegression(BallGLM):
         super().__init__(
             beta, c, radius, backend=backend, fit_intercept=fit_intercept,
             intercept_scaling=intercept_scaling, step_scale=step_scale, max_steps=max_steps,
+            schedule=schedule,
         )  # fmt: skip
         family.rate_bound(self._c_cert())  # c R > 700 refused here
 

@@ -4,8 +4,9 @@ Written below for binary logistic regression; any GLM family (privbayes.glm.fami
 runs the same way with its own loss gradient, its sensitivity G (s = eta r G) and its
 curvature bound k (L = r n c^2 k + prec): softmax regression in docs/multinomial.md §4.
 
-The mechanism (docs/langevin.md): with U(w) = r sum_i log(1 + exp(-y_i x_i.w)) + (prec/2)||w||^2,
-prec = n beta / m, run from the fixed start w_0 = 0
+The mechanism (docs/langevin.md): with U(w) = r sum_i log(1 + exp(-y_i x_i.w)) + (prec/2)||w||^2
+(prec the sampler's own public precision: the prior's n beta / m for the "stationary"
+schedule, 0 for "utility"), run from the fixed start w_0 = 0
 
     w_{k+1} = w_k - eta grad U(w_k) + noise * N(0, I_d),    k = 0, ..., K - 1,
 
@@ -17,29 +18,34 @@ convergence gates a release. Theorem 1 of docs/langevin.md (shifted Rényi diver
 privacy amplification by iteration) gives, for every order lam >= 1,
 
     eps(lam) = lam * rho,
-    rho = s^2 / (2 noise^2) * (1 + kappa)(1 - kappa^K) / ((1 - kappa)(1 + kappa^K)),
+    rho = s^2 / (2 noise^2) * F(kappa, K),
+    F(kappa, K) = (1 + kappa)(1 - kappa^K) / ((1 - kappa)(1 + kappa^K)),
 
 with s = 2 eta r c (how far the two neighbours' gradient steps can move a point) and
-kappa = 1 - eta prec (their contraction factor), valid when eta (2 prec + r n c^2 / 4) <= 2,
-i.e. eta <= 2 / (mu + L) for mu = prec and L = r n c^2 / 4 + prec. The bound is attained by
-a quadratic U with a constant gradient difference (docs/langevin.md, "Tightness"), so no
-argument that uses only (mu, L, s) can improve it. ``certificate`` evaluates it in exact
-rational arithmetic of the floats the sampler uses and rounds up.
+kappa = 1 - eta prec (their contraction factor; F(1, K) = K, the K-fold Gaussian
+composition), valid when eta (2 prec + r n c^2 / 4) <= 2. From the start 0 the first
+gradient difference is at most r c, half of 2 r c, and the certificate takes the smaller of
+Theorem 1 and (s0^2 + s^2 F(kappa, K - 1)) / (2 noise^2), s0 = s / 2 (§4). ``certificate``
+evaluates it in exact rational arithmetic of the floats the sampler uses and rounds up.
 
 The step and the number of steps follow a public rule (``schedule``): eta = h * 2 / (mu + L)
 (h = ``step_scale``, default 1/2, so eta is about 1/L) and K by one of two named rules
 (``kind``, docs/langevin.md §6):
 
-* "utility" (the models' default): K = ceil(1 / (3 eta prec)), the minimiser of a stated
-  excess-risk bound (bias of stopping early + the spread the privacy noise leaves), so
-  kappa^K ~ e^(-1/3): an early-stopped run, a regularised noisy gradient descent from 0
-  that is *not* an approximate posterior draw; at knob 1 (r = m = 1) calibration runs it
-  as long as the target allows, up to the stationary K;
-* "stationary": the smallest K with kappa^K <= TAU (the start forgotten to 1%), whose
-  output approximates the chain's stationary law, a posterior draw.
+* "utility" (the models' default): no pull from the model's prior (prec = 0 for diffused
+  and direct; concentrated pulls with the extra precision n beta (1/m - 1) its knob adds),
+  and K = ceil(1 / (2 eta p)), p = n beta / m: noisy gradient descent on the r-weighted loss
+  from 0 (the prior mean), stopped where a stated excess-risk bound (bias of stopping early
+  at the prior's scale + the spread the privacy noise leaves) is smallest. In DP-GD's units
+  it is DP-GD (step 1/L on the mean loss, Gaussian noise on each step) with the first step
+  charged a quarter; *not* an approximate posterior draw. At knob 1 (r = m = 1)
+  calibration runs it as long as the target allows, up to the stationary rule's K;
+* "stationary": the chain of the tempered posterior (prec = n beta / m) run for the
+  smallest K with kappa^K <= TAU (the start forgotten to 1%), whose output approximates
+  the chain's stationary law, a posterior draw.
 
-Both are capped at ``max_steps``; the certificate (Theorem 1) holds for every K, and its
-guarantee is "algorithm" either way. Nothing depends on the data but n.
+Both are capped at ``max_steps``; the certificate holds for every K, and its guarantee is
+"algorithm" either way. Nothing depends on the data but n.
 """
 
 from __future__ import annotations
@@ -63,11 +69,11 @@ ALGORITHM = "langevin"
 TAU = 1e-2  # K: the smallest number of steps with kappa^K <= TAU (start forgotten to 1%)
 STEP_SCALE = 0.5  # eta = STEP_SCALE * 2 / (mu + L): about 1/L
 MAX_STEPS = 10_000
-UTILITY = "utility"  # K = ceil(1 / (3 eta prec)): the excess-risk bound's minimiser (§6)
+UTILITY = "utility"  # no prior pull, K = ceil(1 / (2 eta p)): the bound's minimiser (§6)
 STATIONARY = "stationary"  # K = smallest with kappa^K <= TAU: a draw near the posterior
 SCHEDULES = (UTILITY, STATIONARY)
 SCHEDULE = UTILITY  # the models' default
-UTILITY_DIVISOR = 3  # utility K = ceil(1 / (UTILITY_DIVISOR eta prec)) (docs/langevin.md §6)
+UTILITY_DIVISOR = 2  # utility K = ceil(1 / (UTILITY_DIVISOR eta p)) (docs/langevin.md §6)
 _BITS = 256  # kappa^K is bounded below on a 2^-256 grid (a smaller power only costs 2^-255)
 _CHAIN_BATCH = 256  # chains per pass over X
 # X is stored column-major: the two products per step then cost 0.5x (one chain) to 0.9x
@@ -75,6 +81,20 @@ _CHAIN_BATCH = 256  # chains per pass over X
 
 
 # -- the public rule ------------------------------------------------------------------------
+def _step(prec: float, curv: Fraction, step_scale: float) -> float:
+    """eta = step_scale * 2 / (2 prec + curv), nudged down until eta (2 prec + curv) <= 2
+    holds exactly (curv = r n k_c, the data part of L, exact)."""
+    eta = 2.0 * step_scale / (2.0 * prec + float(curv))
+    lipschitz_sum = 2 * Fraction(prec) + curv  # mu + L
+    for _ in range(64):
+        if eta > 0 and Fraction(eta) * lipschitz_sum <= 2:
+            break
+        eta = math.nextafter(eta, 0.0)
+    if not (eta > 0 and math.isfinite(eta) and math.sqrt(2.0 * eta) > 0):
+        raise ValueError(f"the step size eta = {eta!r} is not representable")
+    return eta
+
+
 def schedule(
     n: int,
     beta: float,
@@ -88,45 +108,53 @@ def schedule(
 ) -> dict:
     """The sampler's public parameters for data sets of size ``n`` (no data involved).
 
-    ``kind``: "stationary" (this function's default: K the smallest integer >= 1 with
-    kappa^K <= TAU) or "utility" (K = ceil(1 / (3 eta prec)), at most the stationary K;
-    docs/langevin.md §6). Both at most ``max_steps``.
+    ``kind`` (docs/langevin.md §6):
 
-    ``family``: the GLM family (default binary logistic), whose Hessian-weight bound k
-    (``family.curvature``: 1/4 binary, 1/2 multinomial) gives L = r n c^2 k + prec.
+    * "stationary" (this function's default): the chain of the tempered posterior, with
+      the prior's precision prec = n beta / m, run for the smallest K >= 1 with
+      kappa^K <= TAU (a draw near its stationary law);
+    * "utility": noisy gradient descent on the r-weighted loss from 0 with *no* pull
+      from the model's prior (prec = n beta (1/m - 1): 0 for diffused and direct, kappa = 1;
+      for concentrated the extra precision the concentration adds), stopped at
+      K = ceil(1 / (2 eta0 p)), eta0 the no-pull step 2 h / (r n c^2 k) and p = n beta / m
+      the (concentrated) prior's precision: the
+      minimiser of the stated excess-risk bound whose comparator scale is the prior's,
+      B^2 = d / p.
 
-    ``c`` is the certified feature bound (the model's c with its validation slack). Returns
-    ``{"algorithm": "langevin", "guarantee": "algorithm", "step": eta, "steps": K,
-    "start": 0.0, "noise": sqrt(2 eta) as used, "prec": n beta / m as used, "capped": bool,
-    "schedule": kind}``; ``start`` 0.0 is the zero vector. eta = step_scale * 2 / (mu + L),
-    nudged down until the contraction condition eta (2 prec + r n c^2 / 4) <= 2 holds
-    exactly; K by ``kind``, at most ``max_steps`` (``capped`` says the cap bound). Raises
-    ValueError when the parameters are not representable (a prior
-    precision that overflows, a step that underflows).
+    Both at most ``max_steps``. ``family``: the GLM family (default binary logistic), whose
+    Hessian-weight bound k (``family.curvature``: 1/4 binary, 1/2 multinomial) gives
+    L = r n c^2 k + prec. ``c`` is the certified feature bound (the model's c with its
+    validation slack). Returns ``{"algorithm": "langevin", "guarantee": "algorithm",
+    "step": eta, "steps": K, "start": 0.0, "noise": sqrt(2 eta) as used, "prec": the
+    iteration's precision as used (0.0 for "utility" at m = 1), "capped": bool,
+    "schedule": kind}``;
+    ``start`` 0.0 is the zero vector. eta = step_scale * 2 / (2 prec + L_data), nudged down
+    until the contraction condition eta (2 prec + r n c^2 k) <= 2 holds exactly; ``capped``
+    says the cap bound. Raises ValueError when the parameters are not representable (a
+    prior precision that overflows, a step that underflows).
     """
     if kind not in SCHEDULES:
         raise ValueError(f"kind must be one of {SCHEDULES}; got {kind!r}")
-    prec = n * beta / m
-    if not (math.isfinite(prec) and prec > 0):
-        raise ValueError(f"the prior precision n beta / m = {prec!r} is not a positive double")
+    prior_prec = n * beta / m
+    if not (math.isfinite(prior_prec) and prior_prec > 0):
+        raise ValueError(
+            f"the prior precision n beta / m = {prior_prec!r} is not a positive double"
+        )
     k_c = (BINARY_LOGISTIC if family is None else family).curvature_bound(Fraction(c))
-    curv = float(Fraction(r) * n * k_c)  # data part of L (rounding corrected below)
-    eta = 2.0 * step_scale / (2.0 * prec + curv)
-    lipschitz_sum = 2 * Fraction(prec) + Fraction(r) * n * k_c  # mu + L
-    for _ in range(64):
-        if eta > 0 and Fraction(eta) * lipschitz_sum <= 2:
-            break
-        eta = math.nextafter(eta, 0.0)
+    curv = Fraction(r) * n * k_c  # data part of L, exact
+    # utility: no pull from the prior itself, only the extra precision concentration adds
+    # (0 at m = 1), so that the concentrated knob still reaches every eps > 0 (§6)
+    prec = n * beta * (1.0 / m - 1.0) if kind == UTILITY else prior_prec
+    eta = _step(prec, curv, step_scale)
     noise = math.sqrt(2.0 * eta)
-    if not (eta > 0 and noise > 0 and math.isfinite(noise)):
-        raise ValueError(f"the step size eta = {eta!r} is not representable")
-    rate = -math.log1p(-eta * prec)  # -log kappa > 0 (inf when kappa = 0)
-    needed = math.log(1.0 / TAU) / rate if rate > 0 else math.inf
-    wanted = max_steps + 1 if needed > max_steps else max(1, math.ceil(needed))
-    if kind == UTILITY:  # the bound's minimiser, never beyond the stationary K
-        short = 1.0 / (UTILITY_DIVISOR * eta * prec)
-        if short <= max_steps:
-            wanted = min(wanted, max(1, math.ceil(short)))
+    if kind == UTILITY:  # the bound's minimiser at the prior's scale (§6), on the data's
+        # time scale (the no-pull step), so K grows with the knob whatever the pull
+        eta0 = eta if prec == 0.0 else _step(0.0, curv, step_scale)
+        needed = 1.0 / (UTILITY_DIVISOR * eta0 * prior_prec)
+    else:
+        rate = -math.log1p(-eta * prec)  # -log kappa > 0 (inf when kappa = 0)
+        needed = math.log(1.0 / TAU) / rate if rate > 0 else math.inf
+    wanted = max_steps + 1 if not needed <= max_steps else max(1, math.ceil(needed))
     steps = min(max_steps, wanted)
     return {
         "algorithm": ALGORITHM,
@@ -164,29 +192,47 @@ def _pow_lower(x: Fraction, k: int, bits: int = _BITS) -> Fraction:
     return Fraction(acc, one)
 
 
-def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float:
-    """rho with eps(lam) <= lam * rho for every order lam >= 1 (Theorem 1), rounded up.
+def _spread(kappa: Fraction, steps: int) -> Fraction:
+    """An upper bound on F(kappa, j) = (1 + kappa)(1 - kappa^j) / ((1 - kappa)(1 + kappa^j))
+    = S^2 / Q (S, Q the sums of kappa^i, kappa^2i over i < j): j at kappa = 1, 0 at j = 0.
+    F decreases in kappa^j, which is bounded below (``_pow_lower``)."""
+    if steps == 0:
+        return Fraction(0)
+    if kappa == 1:
+        return Fraction(steps)
+    t = _pow_lower(kappa, steps)
+    return (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
 
-    ``sampler``: the dict from :func:`schedule` (step, steps, noise, prec are used, as the
-    exact rationals of their doubles), ``n`` the public size, ``r`` the likelihood weight,
-    ``c`` the certified feature bound. The contraction condition
-    step * (2 prec + r n c^2 / 4) <= 2 is checked exactly. kappa^K is bounded from below
-    (the bound decreases in it), every other operation is exact, and the result is the
-    smallest double >= the exact bound. ``family`` (default binary logistic) supplies the
-    sensitivity G^2 = family.sensitivity_sq c^2 (s = eta r G) and the curvature k of the
-    condition step * (2 prec + r n c^2 k) <= 2. Raises ValueError when the condition
-    fails or a parameter is not a positive number.
+
+def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float:
+    """rho with eps(lam) <= lam * rho for every order lam >= 1, rounded up.
+
+    rho = min(Theorem 1, the first-step bound) of docs/langevin.md §4:
+    s^2 F(kappa, K) / (2 noise^2) and, from the start 0, (s0^2 + s^2 F(kappa, K - 1)) /
+    (2 noise^2), with s = eta r G, s0 = eta r G0 (G0 the gradient sensitivity at 0,
+    ``family.start_sensitivity_sq``) and kappa = 1 - eta prec; at prec = 0 (kappa = 1)
+    F(1, K) = K, the K-fold Gaussian composition.
+
+    ``sampler``: the dict from :func:`schedule` (step, steps, noise, prec, start are used,
+    as the exact rationals of their doubles), ``n`` the public size, ``r`` the likelihood
+    weight, ``c`` the certified feature bound. The contraction condition
+    step * (2 prec + r n c^2 k) <= 2 is checked exactly. kappa^j is bounded from below (the
+    bound decreases in it), every other operation is exact, and the result is the smallest
+    double >= the exact bound. ``family`` (default binary logistic) supplies G^2 =
+    ``gradient_sensitivity_sq(c)``, G0^2 and the curvature k. Raises ValueError when the
+    condition fails or a parameter is not a positive number (prec may be 0).
     """
     fam = BINARY_LOGISTIC if family is None else family
     try:
         eta, noise, prec = (Fraction(float(sampler[k])) for k in ("step", "noise", "prec"))
+        start = float(sampler.get("start", math.nan))
         steps = sampler["steps"]
-    except (KeyError, TypeError, ValueError, OverflowError) as err:
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
         raise ValueError(f"sampler must be a Langevin schedule; got {sampler!r}") from err
     if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
         raise ValueError(f"sampler['steps'] must be an integer >= 1; got {steps!r}")
-    if not (eta > 0 and noise > 0 and prec > 0):
-        raise ValueError(f"step, noise and prec must be > 0; got {sampler!r}")
+    if not (eta > 0 and noise > 0 and prec >= 0):
+        raise ValueError(f"step and noise must be > 0 and prec >= 0; got {sampler!r}")
     fr, fc = Fraction(r), Fraction(c)
     if eta * (2 * prec + fr * n * fam.curvature_bound(fc)) > 2:
         raise ValueError(
@@ -194,11 +240,14 @@ def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float
             f"(eta = {float(eta):g}, mu = {float(prec):g}, L = r n c^2 k + mu): "
             "Theorem 1 of docs/langevin.md does not apply"
         )
-    kappa = 1 - eta * prec  # in (0, 1) under the condition
-    t = _pow_lower(kappa, int(steps))
+    kappa = 1 - eta * prec  # in (0, 1] under the condition
+    steps = int(steps)
     s2 = eta * eta * fr * fr * fam.gradient_sensitivity_sq(fc)  # s^2, s = eta r G
-    rho = s2 / (2 * noise * noise) * (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
-    return _round_up(rho)
+    spread = s2 * _spread(kappa, steps)
+    if start == 0.0:  # both chains take their first step from 0: shift s0 <= s (§4)
+        s02 = eta * eta * fr * fr * fam.start_sensitivity_sq(fc)
+        spread = min(spread, s02 + s2 * _spread(kappa, steps - 1))
+    return _round_up(spread / (2 * noise * noise))
 
 
 def curve(orders, rho: float) -> np.ndarray:
@@ -235,15 +284,15 @@ def _kind(model) -> str:
     return getattr(model, "schedule", None) or SCHEDULE
 
 
-def _longest_run(sched: dict, stationary: dict, fits) -> dict:
+def _longest_run(sched: dict, longest: dict, fits) -> dict:
     """The utility schedule ``sched`` at knob 1 run for the largest K in
-    [sched["steps"], stationary["steps"]] with ``fits(sampler)`` (the certificate meets the
-    target; non-decreasing in K, Theorem 1 / §5), by bisection over the integers."""
-    lo, hi = int(sched["steps"]), int(stationary["steps"])
+    [sched["steps"], longest["steps"]] with ``fits(sampler)`` (the certificate meets the
+    target; non-decreasing in K, §5), by bisection over the integers."""
+    lo, hi = int(sched["steps"]), int(longest["steps"])
     if hi <= lo or not fits(dict(sched, steps=lo)):
         return sched
     if fits(dict(sched, steps=hi)):
-        return dict(sched, steps=hi, capped=stationary["capped"], extended=True)
+        return dict(sched, steps=hi, capped=longest["capped"], extended=True)
     while hi - lo > 1:  # fits(lo), not fits(hi)
         mid = (lo + hi) // 2
         if fits(dict(sched, steps=mid)):
@@ -333,7 +382,8 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
     sched = rule(r, m)
     if kind == UTILITY and knob == 1.0:
         # r = m = 1 leaves nothing to trade: a longer run only lowers the bound's bias
-        # (docs/langevin.md §6), so run as long as the target allows, up to stationary
+        # (docs/langevin.md §6), so run as long as the target allows, up to the stationary
+        # rule's K at this knob (a public length: beyond it the bias is < 1/9 of the noise)
 
         def fits(sampler: dict) -> bool:
             nonlocal evals
@@ -405,7 +455,17 @@ def release_draw(model, xy, cal: Calibration, rng, *, size=None, **_ignored):
     sampler = cal.sampler
     if not sampler or sampler.get("algorithm") != ALGORITHM:
         raise ValueError("this calibration was not made for backend='langevin'")
-    if sampler["capped"]:  # public: known before the data are read
+    if sampler["capped"] and sampler.get("schedule") == UTILITY:  # public
+        warnings.warn(
+            f"backend='langevin' hit its step cap: the utility schedule's rule asks for more "
+            f"than max_steps={sampler['steps']} steps, so the run stops before the bound's "
+            "optimum (the privacy certificate holds for the run made). What helps: a larger "
+            "cap (max_steps= of the model or of PrivateLogisticRegression, --max-steps on "
+            "the command line; at most 10**7), or a larger beta (docs/langevin.md §6)",
+            StepCapWarning,
+            stacklevel=user_stacklevel(),
+        )
+    elif sampler["capped"]:  # public: known before the data are read
         warnings.warn(
             f"backend='langevin' hit its step cap: max_steps={sampler['steps']} steps are "
             "fewer than the chain needs to forget its start (prior precision n beta / m = "
