@@ -35,6 +35,7 @@ __all__ = [
     "check_target",
     "guarded",
     "knob_of",
+    "ranks_above",
     "solve_knob",
 ]
 
@@ -167,6 +168,15 @@ def _default_delta(delta, target) -> float:
     return _check_delta(delta)
 
 
+def ranks_above(cal, other) -> bool:
+    """True when ``cal`` spends more than ``other``: a larger knob, or the same knob and a
+    larger zCDP rho (a longer run at knob 1)."""
+    a, b = knob_of(cal), knob_of(other)
+    if a != b:
+        return a > b
+    return cal.eps / cal.lam > other.eps / other.lam
+
+
 @public_entry  # KnobCappedWarning when the knob is capped far below the target (capping.py)
 def calibrate(
     model,
@@ -256,7 +266,20 @@ def calibrate(
             name=f"{type(model).__name__}/{method}",
             coarse_at=coarse,
         )
-        return dataclasses.replace(found.result[0], delta=delta, dp_eps=found.dp_eps, dp_target=eps)
+        best, dp_eps = found.result[0], found.dp_eps
+        if isinstance(d, int | np.integer) and not isinstance(d, bool):  # GLMs (gdp.md §7)
+            from .dp_target import gdp_alternative
+            from .gdp_release import release_gdp_bound
+
+            alt = gdp_alternative(
+                lambda lam_, eps_: _calibrate_rdp(model, n, lam_, eps_, method, d),
+                lambda res: release_gdp_bound(res[0], None, res[1]),
+                eps,
+                delta,
+            )
+            if alt is not None and ranks_above(alt[0][0], best):
+                best, dp_eps = alt[0][0], alt[1]
+        return dataclasses.replace(best, delta=delta, dp_eps=dp_eps, dp_target=eps)
     return _calibrate_rdp(model, n, lam, eps, method, d)[0]
 
 

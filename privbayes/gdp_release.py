@@ -9,10 +9,18 @@
   model's RDP curve. The release is not an exact draw: its density is within e^(+-2 e)
   of pi's, e the plan's ``log_density_error``, and it fails with probability <= tv, so
   its bound is GdpBound(mu sqrt(k), 2 k e, tv) for k draws (docs/gdp.md §4, §6).
+* The Langevin back-end of the GLMs (``backend="langevin"``, direct / diffused /
+  concentrated, any schedule): each of its K steps adds N(0, noise^2 I) to a map of the
+  last state whose dependence on the data moves by at most s = eta r G (s0 = eta r G0 for
+  the first step from the start 0), so the run is the adaptive composition of K Gaussian
+  mechanisms: mu^2 = (s0^2 + (K - 1) s^2) / noise^2 exactly (docs/langevin.md §4; pulls,
+  projections and the start are data-free post-processing). For the utility schedule's
+  no-pull runs this is 2 rho of its RDP certificate, so the GDP claim only tightens the
+  conversion; where the pull's contraction makes Theorem 1 smaller, both bounds hold and
+  every conversion takes the smaller.
 * Any release on n = 0 records (there are no neighbouring data sets): 0-GDP.
-* Nothing else: OPS (pure DP on a ball), Langevin (no GDP proof for our K-step chain),
-  the approximate back-ends, the conjugate models and the noise-aware discrete Gaussian
-  give None.
+* Nothing else: OPS (pure DP on a ball), the approximate back-ends, the conjugate models
+  and the noise-aware discrete Gaussian give None.
 """
 
 from __future__ import annotations
@@ -28,9 +36,30 @@ __all__ = ["calibration_gdp_bound", "release_gdp_bound"]
 _GDP_METHODS = ("direct", "diffused", "concentrated")
 
 
+def _langevin_bound(cal) -> tuple[Fraction, float] | None:
+    """(mu^2 exact, 0) of one Langevin chain (the composition of its K Gaussian steps),
+    or None when the calibration is not a Langevin one."""
+    from .sampling import langevin
+
+    sampler = cal.sampler
+    if not sampler or sampler.get("algorithm") != langevin.ALGORITHM:
+        return None
+    if cal.method not in _GDP_METHODS or cal.guarantee != "algorithm":
+        return None
+    try:
+        mu_sq = langevin.composition_mu_sq(sampler, cal.n, cal.r, cal.model._c_cert(),
+                                           langevin.family_of(cal.model))  # fmt: skip
+    except (ValueError, TypeError, KeyError):
+        return None
+    return mu_sq, 0.0
+
+
 def _glm_bound(cal) -> tuple[Fraction, float] | None:
-    """(mu^2 exact, per-draw log-density allowance 2e) of one exact GLM draw, or None."""
+    """(mu^2 exact, per-draw log-density allowance 2e) of one certified GLM draw (exact
+    back-end: Gopi, Lee & Liu; Langevin: Gaussian composition), or None."""
     model = cal.model
+    if getattr(model, "backend", None) == "langevin":
+        return _langevin_bound(cal)
     if getattr(model, "backend", None) != "exact" or not hasattr(model, "_rho_exact"):
         return None
     if cal.method not in _GDP_METHODS or cal.guarantee != "exact":

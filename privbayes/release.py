@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .accounting.default import default_accountant
-from .calibration import coarse_calibration, guarded, knob_of
+from .calibration import coarse_calibration, guarded, knob_of, ranks_above
 from .capping import public_entry
 from .charges import (
     Charge,
@@ -109,6 +109,10 @@ def _release(
         )
         model, cal, total, tv = found.result
         dp_eps, label = found.dp_eps, f"(eps={eps:g}, delta={delta:g})"
+        if ledger is None and d is not None:  # GLMs: a proven GDP bound may certify more
+            alt = _gdp_route(calibrate_at, size, eps, delta)
+            if alt is not None and ranks_above(alt[0][1], cal):
+                (model, cal, total, tv), dp_eps = alt
     charge = Charge(cal, size, tv, label)
     charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made
@@ -144,6 +148,17 @@ def _release(
         tv,
         delta=delta,
         dp_eps=dp_eps,
+    )
+
+
+def _gdp_route(calibrate_at, size, eps: float, delta: float):
+    """((model, cal, total, tv), eps certified) through the release's GDP bound, or None
+    (docs/gdp.md §7): tried only without a ledger, whose budget is kept in RDP."""
+    from .dp_target import gdp_alternative
+    from .gdp_release import release_gdp_bound
+
+    return gdp_alternative(
+        calibrate_at, lambda res: release_gdp_bound(res[1], size, res[3]), eps, delta
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import pickle
+import tempfile
 import warnings
 from fractions import Fraction
 
@@ -340,10 +341,68 @@ def test_exact_glm_release_bound_and_epsilon():
     assert two.gdp_bound.mu == pytest.approx(math.sqrt(2) * one.gdp_bound.mu, rel=1e-6)
 
 
+@pytest.mark.parametrize("schedule", ["utility", "stationary"])
+@pytest.mark.parametrize("method", ["diffused", "concentrated", "direct"])
+def test_langevin_mu_is_the_composition_of_its_gaussian_steps(schedule, method):
+    """docs/gdp.md §6: a Langevin chain is K adaptively composed Gaussian mechanisms, the
+    first from 0 with sensitivity s0 = s / 2 (binary): mu = compose_gdp of the per-step
+    gaussian_gdp, computed here step by step; at the utility rule's no-pull runs mu^2 / 2
+    is the RDP certificate itself (never below it), with a pull at least it."""
+    from privbayes.accounting.gdp import compose_gdp, gaussian_gdp
+    from privbayes.sampling import langevin
+
+    model = pb.BayesianLogisticRegression(beta=0.05, c=1.0, backend="langevin", schedule=schedule)
+    eps = 30.0 if method == "direct" else 0.5
+    cal = pb.calibrate(model, 400, 2.0, eps, method=method)
+    s = cal.sampler
+    c = model._c_cert()
+    step_s = s["step"] * cal.r * 2 * c  # s = eta r G, G = 2c
+    mus = [gaussian_gdp(s["noise"], step_s / 2)] + [gaussian_gdp(s["noise"], step_s)] * (
+        s["steps"] - 1
+    )
+    mu = cal.gdp_bound.mu
+    assert mu == pytest.approx(compose_gdp(mus), rel=1e-12)
+    rho = langevin.certificate(s, 400, cal.r, c)
+    assert mu * mu / 2 >= rho * (1 - 1e-15)
+    if s["prec"] == 0.0:  # no pull: the same number (both round up the same sum)
+        assert mu * mu / 2 == pytest.approx(rho, rel=1e-14)
+    else:  # the pull's contraction: Theorem 1 below the composition
+        assert rho < mu * mu / 2
+
+
+def test_langevin_dp_target_calibrates_through_gdp():
+    """An (eps, delta) target without a ledger calibrates the utility release through its
+    exact GDP conversion: a larger knob than the RDP search (whose eps at delta exceeds
+    the target at the GDP knob), eps at delta <= target by an independent mpmath check, the
+    same release for two unrelated data sets (public inputs only); with a ledger, whose
+    budget is RDP, the RDP search as before."""
+    x, y = _glm_data()
+    model = pb.BayesianLogisticRegression(beta="auto", c=1.0, backend="langevin")
+    rel = pb.sample(model, (x, y), eps=0.5, delta=1e-5, rng=3)
+    b = rel.gdp_bound
+    assert b is not None and b.log_ratio == 0 and b.tv == 0 and rel.gdp == b.mu
+    assert rel.dp_eps == rel.epsilon(1e-5) == b.epsilon(1e-5) <= 0.5
+    with mpmath.workdps(40):  # delta_mu(eps) <= delta, from the normal CDF directly
+        mu, e = mpmath.mpf(b.mu), mpmath.mpf(rel.dp_eps)
+        dmu = mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
+        assert dmu <= mpmath.mpf(1e-5)
+    rdp = _rdp_eps(rel, 1e-5)
+    assert rdp > 0.5  # the RDP conversion alone would not certify this release
+    x2 = -x[::-1] * 0.5
+    other = pb.sample(model, (x2, 1 - y[::-1]), eps=0.5, delta=1e-5, rng=4)
+    assert other.calibration.sampler == rel.calibration.sampler and other.r == rel.r
+    cal = pb.calibrate(model, len(y), eps=0.5, delta=1e-5, d=x.shape[1])
+    assert cal.r == rel.r and cal.dp_eps == rel.dp_eps and cal.lam == 2.0
+    with tempfile.TemporaryDirectory() as tmp:
+        led = pb.Ledger(f"{tmp}/l.db")
+        led.init_budget("d", eps=5.0, delta=1e-5)
+        charged = pb.sample(model, (x, y), eps=0.5, delta=1e-5, ledger=led, dataset="d", rng=5)
+    assert charged.r < rel.r and _rdp_eps(charged, 1e-5) <= 0.5
+    assert rel.r / charged.r == pytest.approx(1.1, abs=0.08)  # 12-22% more rho ~ 10% r
+
+
 def test_releases_without_a_gdp_proof():
     x, y = _glm_data()
-    lang = pb.BayesianLogisticRegression(beta=0.05, c=1.0, backend="langevin")
-    assert pb.calibrate(lang, 120, 2.0, 1.0, d=2).gdp_bound is None
     ops = pb.BayesianLogisticRegression(beta=0.05, c=1.0, backend="exact")
     assert pb.calibrate(ops, 120, 2.0, 1.0, method="ops").gdp_bound is None
     bb = pb.sample(pb.BetaBernoulli(1, 1), np.array([0, 1, 1, 0, 1]), lam=2.0, eps=1.0, rng=1)

@@ -250,6 +250,36 @@ def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float
     return _round_up(spread / (2 * noise * noise))
 
 
+def composition_mu_sq(sampler: dict, n: int, r: float, c: float, family=None) -> Fraction:
+    """mu^2 of the Gaussian-DP bound of one chain, exactly: the adaptive composition of its
+    K Gaussian steps (Dong, Roth & Su, Corollary 3.3), (s0^2 + (K - 1) s^2) / noise^2 with
+    s = eta r G and s0 = eta r G0 from the start 0 (s0 = s from any other start). Valid for
+    any pull (prec) and projection: data-free maps of the last state. At prec = 0 it is
+    2 rho of :func:`certificate` (the same sum), at prec > 0 at least that. Raises
+    ValueError for a sampler that is not a Langevin schedule (docs/langevin.md §4,
+    docs/gdp.md §6)."""
+    fam = BINARY_LOGISTIC if family is None else family
+    try:
+        eta, noise = (Fraction(float(sampler[k])) for k in ("step", "noise"))
+        start = float(sampler.get("start", math.nan))
+        steps = sampler["steps"]
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
+        raise ValueError(f"sampler must be a Langevin schedule; got {sampler!r}") from err
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise ValueError(f"sampler['steps'] must be an integer >= 1; got {steps!r}")
+    if not (eta > 0 and noise > 0):
+        raise ValueError(f"step and noise must be > 0; got {sampler!r}")
+    fr, fc = Fraction(r), Fraction(c)
+    s2 = eta * eta * fr * fr * fam.gradient_sensitivity_sq(fc)
+    s02 = eta * eta * fr * fr * fam.start_sensitivity_sq(fc) if start == 0.0 else s2
+    return (s02 + (int(steps) - 1) * s2) / (noise * noise)
+
+
+def family_of(model):
+    """The model's GLM family (binary logistic regression when it declares none)."""
+    return _family(model)
+
+
 def curve(orders, rho: float) -> np.ndarray:
     """lam * rho at every order (>= 1, or inf), each rounded up; inf at lam = inf."""
     lam = np.asarray(orders, dtype=float)

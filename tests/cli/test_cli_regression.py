@@ -69,6 +69,17 @@ def test_linear_sample_json_is_the_python_release(linear_csv, run):
     rel = _python(model, (X, y), eps=1.0, delta=1e-5, method="concentrated", rng=2)
     assert got["value"] == rel.value.tolist() and got["guarantee"] == "algorithm"
     assert got["radius"] == 6.0 and got["dp_eps"] <= 1.0 and got["method"] == "concentrated"
+    code, out, err = run("sample", *LIN, "--data", path, "--backend", "langevin", "--schedule",
+                         "stationary", "--lam", "2", "--eps", "1", "--seed", "3")  # fmt: skip
+    assert code == 0, err
+    model = pb.BayesianLinearRegression(0.01, 1.0, 3.0, 0.2, backend="langevin",
+                                        schedule="stationary")  # fmt: skip
+    rel = _python(model, (X, y), lam=2.0, eps=1.0, rng=3)
+    assert json.loads(out)["value"] == rel.value.tolist()
+    assert rel.calibration.sampler["schedule"] == "stationary"
+    code, out, err = run("sample", *LIN, "--data", path, "--backend", "exact", "--schedule",
+                         "utility", "--lam", "2", "--eps", "1")  # fmt: skip
+    assert code == 2 and "schedule does not apply to backend='exact'" in err
 
 
 def test_poisson_sample_json_is_the_python_release(poisson_csv, run):
@@ -82,6 +93,15 @@ def test_poisson_sample_json_is_the_python_release(poisson_csv, run):
     rel = _python(model, (X, k), lam=2.0, eps=1.0, rng=7)
     assert got["value"] == rel.value.tolist() and got["guarantee"] == "algorithm"
     assert got["radius"] == 3.0 and got["target"] == "k" and got["intercept"] is False
+    # --schedule picks Langevin's rule (utility by default): the JSON is that release
+    code, out, err = run("sample", *flags, "--lam", "2", "--eps", "1", "--seed", "7",
+                         "--schedule", "stationary")  # fmt: skip
+    assert code == 0, err
+    stat = pb.BayesianPoissonRegression(0.01, 1.0, 20, 3.0, schedule="stationary")
+    srel = _python(stat, (X, k), lam=2.0, eps=1.0, rng=7)
+    assert json.loads(out)["value"] == srel.value.tolist() != rel.value.tolist()
+    assert rel.calibration.sampler["schedule"] == "utility"
+    assert srel.calibration.sampler["steps"] > rel.calibration.sampler["steps"]
     code, out, err = run("sample", *flags, "--method", "ops", "--lam", "2", "--eps", "1")
     assert code == 2 and "--method ops does not apply to --model poisson" in err
     code, out, err = run("sample", *flags[:-2], "--lam", "2", "--eps", "1")
