@@ -240,11 +240,15 @@ fresh 70/30 split per run; Adult, MNIST: the canonical split, fresh seeds). Ever
 sees the same split in a run, so differences are paired. Margin scale M =
 {args.margin_scale:g}, c = {args.c:g}; privbayes back-ends: {", ".join(args.backends) or "none"}
 (langevin with its default `schedule="utility"`, early-stopped noisy gradient descent
-without the prior's pull: docs/langevin.md §6);
+without the prior's pull: docs/langevin.md §6, calibrated by the product's own (ε, δ)
+route, which uses the exact conversion of its Gaussian-DP bound where that certifies more:
+docs/gdp.md §7; DP-GD is given the RDP accountant, and would gain the same 12–22% of ρ from
+a GDP one);
 {dpl_text}. {len(rows):,} rows in `{NAME}_logistic.csv`; wall time {wall}
 (`--jobs {meta.get("jobs", "?")}`, on 2 cores shared with other work). Failed or skipped
 releases: {fail_text}. Every privbayes release was re-converted from its own RDP curve by
-`RdpAccountant` before its accuracy was recorded (`over-target` would mark one above its
+`RdpAccountant` (and, where it carries one, its GDP bound's exact conversion, the smaller
+of the two) before its accuracy was recorded (`over-target` would mark one above its
 target: {over} did); largest certified ε / target over the privbayes and DP-GD rows, from
 the CSV's 7 significant digits: {max(ratios, default=float("nan")):.7g}.
 
