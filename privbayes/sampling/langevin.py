@@ -6,7 +6,8 @@ curvature bound k (L = r n c^2 k + prec): softmax regression in docs/multinomial
 
 The mechanism (docs/langevin.md): with U(w) = r sum_i log(1 + exp(-y_i x_i.w)) + (prec/2)||w||^2
 (prec the sampler's own public precision: the prior's n beta / m for the "stationary"
-schedule, 0 for "utility"), run from the fixed start w_0 = 0
+schedule; for "utility" 0 with diffused and direct, n beta (1/m - 1) with concentrated),
+run from the fixed start w_0 = 0
 
     w_{k+1} = w_k - eta grad U(w_k) + noise * N(0, I_d),    k = 0, ..., K - 1,
 
