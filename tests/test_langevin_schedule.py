@@ -310,3 +310,34 @@ def test_early_stopped_release_classifies_better_at_small_eps():
     diff = acc["utility"].mean() - acc["stationary"].mean()
     se = math.sqrt(acc["utility"].var(ddof=1) / 48 + acc["stationary"].var(ddof=1) / 48)
     assert diff > 4 * se, (acc["utility"].mean(), acc["stationary"].mean(), se)
+
+
+def test_integer_jumps_of_k_are_filled_at_the_k_found():
+    """K(r) is an integer, and at small K one more step costs up to 5x (the first step is
+    charged a quarter): the knob the rule reaches can certify far below the target. The
+    calibration then raises the knob at the K it found (docs/langevin.md §6, "Filling"):
+    the release spends the target, its sampler says so, the certificate recomputed from
+    the sampler is the reported eps, and a slightly larger knob at that K misses."""
+    n, d, lam, eps = 569, 31, 26.0, 7e-4
+    model = BayesianLogisticRegression(beta="auto", backend="langevin", fit_intercept=True)
+    cal = pb.calibrate(model, n, lam, eps, d=d)
+    s = cal.sampler
+    assert s["filled"] and s["steps"] == 1 and eps * (1 - 1e-6) <= cal.eps <= eps
+    base = model.resolve_beta(n, d)
+    cc = base._c_cert()
+    assert cal.eps == float(langevin.curve(lam, langevin.certificate(s, n, cal.r, cc)))
+    rule = langevin.schedule(n, base.beta, cc, cal.r, 1.0, kind="utility")
+    assert rule["steps"] > s["steps"]  # the rule would run longer at this r: a shortened run
+    bigger = cal.r * (1 + 1e-9)
+    more = dict(langevin.schedule(n, base.beta, cc, bigger, 1.0, kind="utility"), steps=1)
+    assert float(langevin.curve(lam, langevin.certificate(more, n, bigger, cc))) > eps
+    # without the fill the rule's knob stopped where K jumps 1 -> 2: about a fifth of eps
+    unfilled = langevin.schedule(n, base.beta, cc, 0.004358, 1.0, kind="utility")
+    assert unfilled["steps"] == 1
+    assert float(langevin.curve(lam, langevin.certificate(unfilled, n, 0.004358, cc))) < eps / 3
+    # public inputs only: the same calibration from the sample() of two unrelated data sets
+    x, y = _data(n, d - 1, 3)
+    x *= 0.8  # the intercept's column takes the rest of c
+    a = pb.sample(model, (x, y), lam, eps, rng=1)
+    b = pb.sample(model, (-x[::-1] * 0.5, y[::-1]), lam, eps, rng=2)
+    assert a.calibration.sampler == b.calibration.sampler == s and a.r == b.r == cal.r
