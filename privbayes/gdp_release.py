@@ -39,16 +39,16 @@ _GDP_METHODS = ("direct", "diffused", "concentrated")
 def _langevin_bound(cal) -> tuple[Fraction, float] | None:
     """(mu^2 exact, 0) of one Langevin chain (the composition of its K Gaussian steps),
     or None when the calibration is not a Langevin one."""
-    from .sampling import langevin
+    from .glm.steps import composition_mu_sq
 
     sampler = cal.sampler
-    if not sampler or sampler.get("algorithm") != langevin.ALGORITHM:
+    if not sampler or sampler.get("algorithm") != "langevin":
         return None
     if cal.method not in _GDP_METHODS or cal.guarantee != "algorithm":
         return None
+    family = getattr(cal.model, "family", None)  # None: binary logistic regression
     try:
-        mu_sq = langevin.composition_mu_sq(sampler, cal.n, cal.r, cal.model._c_cert(),
-                                           langevin.family_of(cal.model))  # fmt: skip
+        mu_sq = composition_mu_sq(sampler, cal.n, cal.r, cal.model._c_cert(), family)
     except (ValueError, TypeError, KeyError):
         return None
     return mu_sq, 0.0

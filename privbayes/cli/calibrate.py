@@ -50,5 +50,6 @@ def run(args) -> dict:
 AUTO_NOTE = (
     "backend auto: the back-end (exact or langevin), hence the guarantee, depends on the "
     "number of features; pass --d to see the choice. r/m above are the exact posterior's "
-    "knob, also safe for langevin (whose own calibration may allow a slightly larger one)"
+    "knob; langevin calibrates its own (about 2x larger under its default utility "
+    "schedule, which stops early: docs/langevin.md §6)"
 )

@@ -63,6 +63,7 @@ from ..calibration import Calibration, solve_knob, step_down
 from ..errors import InfeasiblePrivacyError, StepCapWarning
 from ..glm.family import BINARY_LOGISTIC
 from ..glm.passes import is_rows
+from ..glm.steps import parsed, shifts
 from ..validation import user_stacklevel
 from .imh import _threads
 
@@ -205,30 +206,6 @@ def _spread(kappa: Fraction, steps: int) -> Fraction:
     return (1 + kappa) * (1 - t) / ((1 - kappa) * (1 + t))
 
 
-def _parsed(sampler: dict) -> tuple[Fraction, Fraction, Fraction, float, int]:
-    """(eta, noise, prec) as the exact rationals of the sampler's doubles, its start (nan
-    when absent) and its number of steps; ValueError for anything else."""
-    try:
-        eta, noise, prec = (Fraction(float(sampler[k])) for k in ("step", "noise", "prec"))
-        start = float(sampler.get("start", math.nan))
-        steps = sampler["steps"]
-    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
-        raise ValueError(f"sampler must be a Langevin schedule; got {sampler!r}") from err
-    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
-        raise ValueError(f"sampler['steps'] must be an integer >= 1; got {steps!r}")
-    if not (eta > 0 and noise > 0 and prec >= 0):
-        raise ValueError(f"step and noise must be > 0 and prec >= 0; got {sampler!r}")
-    return eta, noise, prec, start, int(steps)
-
-
-def _shifts(eta: Fraction, r: float, c: float, fam, start: float) -> tuple[Fraction, Fraction]:
-    """(s^2, s0^2): the squared shift of a step, s = eta r G, and of the first step from
-    the start, s0 = eta r G0 from 0 (s0 = s from any other start; §4)."""
-    scale = eta * eta * Fraction(r) ** 2
-    s2 = scale * fam.gradient_sensitivity_sq(Fraction(c))
-    return s2, (scale * fam.start_sensitivity_sq(Fraction(c)) if start == 0.0 else s2)
-
-
 def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float:
     """rho with eps(lam) <= lam * rho for every order lam >= 1, rounded up.
 
@@ -248,7 +225,7 @@ def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float
     condition fails or a parameter is not a positive number (prec may be 0).
     """
     fam = BINARY_LOGISTIC if family is None else family
-    eta, noise, prec, start, steps = _parsed(sampler)
+    eta, noise, prec, start, steps = parsed(sampler)
     if eta * (2 * prec + Fraction(r) * n * fam.curvature_bound(Fraction(c))) > 2:
         raise ValueError(
             "the step violates the contraction condition eta (mu + L) <= 2 "
@@ -256,30 +233,11 @@ def certificate(sampler: dict, n: int, r: float, c: float, family=None) -> float
             "Theorem 1 of docs/langevin.md does not apply"
         )
     kappa = 1 - eta * prec  # in (0, 1] under the condition
-    s2, s02 = _shifts(eta, r, c, fam, start)
+    s2, s02 = shifts(eta, r, c, fam, start)
     spread = s2 * _spread(kappa, steps)
     if start == 0.0:  # both chains take their first step from 0: shift s0 <= s (§4)
         spread = min(spread, s02 + s2 * _spread(kappa, steps - 1))
     return _round_up(spread / (2 * noise * noise))
-
-
-def composition_mu_sq(sampler: dict, n: int, r: float, c: float, family=None) -> Fraction:
-    """mu^2 of the Gaussian-DP bound of one chain, exactly: the adaptive composition of its
-    K Gaussian steps (Dong, Roth & Su, Corollary 3.3), (s0^2 + (K - 1) s^2) / noise^2 with
-    s = eta r G and s0 = eta r G0 from the start 0 (s0 = s from any other start). Valid for
-    any pull (prec) and projection: data-free maps of the last state. At prec = 0 it is
-    2 rho of :func:`certificate` (the same sum), at prec > 0 at least that. Raises
-    ValueError for a sampler that is not a Langevin schedule (docs/langevin.md §4,
-    docs/gdp.md §6)."""
-    fam = BINARY_LOGISTIC if family is None else family
-    eta, noise, _prec, start, steps = _parsed(sampler)
-    s2, s02 = _shifts(eta, r, c, fam, start)
-    return (s02 + (steps - 1) * s2) / (noise * noise)
-
-
-def family_of(model):
-    """The model's GLM family (binary logistic regression when it declares none)."""
-    return _family(model)
 
 
 def curve(orders, rho: float) -> np.ndarray:
