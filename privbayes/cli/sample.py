@@ -34,7 +34,9 @@ def result(rel) -> dict:
     """The JSON fields every release reports: the draw and its certificate, nothing else.
     ``t`` is OPS's tempering (null otherwise); ``r`` is null for OPS; ``guarantee`` says
     what the certificate covers (exact, algorithm, approximate) and ``tv`` the
-    total-variation allowance a conversion to (eps, delta) adds (README)."""
+    total-variation allowance a conversion to (eps, delta) adds (README); GLMs add
+    ``backend`` and, for Langevin, its public ``sampler`` (schedule, step, steps, noise,
+    prec, start: enough to recompute the certificate)."""
     ops = rel.method == "ops"
     return {
         "value": rel.value,
@@ -54,7 +56,18 @@ def result(rel) -> dict:
         # linear and Poisson regression: the public ball the release used (the default
         # radius resolved from n and d)
         **({"radius": model.radius} if hasattr(model, "_init_ball") else {}),
+        # GLMs: the back-end that ran (auto resolves it from public inputs) and, for
+        # Langevin, its public parameters (schedule, step, steps, ...: docs/langevin.md §5)
+        **({"backend": model.backend} if hasattr(model, "_resolve") else {}),
+        **(_langevin_sampler(rel.calibration.sampler)),
     }
+
+
+def _langevin_sampler(sampler) -> dict:
+    """{"sampler": ...} for a Langevin release (public numbers only), else {}."""
+    if not sampler or sampler.get("algorithm") != "langevin":
+        return {}
+    return {"sampler": dict(sampler)}
 
 
 def charge_args(args, ledger) -> dict:

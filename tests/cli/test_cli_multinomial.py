@@ -63,11 +63,14 @@ def test_sample_matches_the_python_api(table, run, tmp_path, method, lam, eps):
     assert set(res) == {
         *("value", "method", "r", "m", "t", "lam", "eps", "n", "guarantee", "tv", "delta"),
         "dp_eps",
-        *("features", "intercept", "classes", "beta"),
+        *("features", "intercept", "classes", "beta", "backend", "sampler"),
     }
     assert res["beta"] == 0.05  # the prior precision used (--beta auto: the rule's value)
     model = pb.MultinomialLogisticRegression(0.05, 1.0, 3)
     rel = pb.sample(model, (X, y), lam, eps, method, rng=7)
+    # the back-end auto chose and Langevin's public parameters, as in the Python release
+    assert res["backend"] == rel.calibration.model.backend == "langevin"
+    assert res["sampler"] == rel.calibration.sampler and res["sampler"]["schedule"] == "utility"
     assert np.shape(res["value"]) == (3, 3) == rel.value.shape  # (d, K)
     np.testing.assert_array_equal(res["value"], rel.value)  # same seed, same draw
     assert (res["r"], res["m"], res["eps"], res["n"]) == (rel.r, rel.m, rel.eps, 90)
