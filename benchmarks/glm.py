@@ -27,8 +27,9 @@ on synthetic n = 1e5 and 1e6, d = 20, and the Adult-sized synthetic problem.
     .venv/bin/python benchmarks/glm.py [--skip-pymc] [--skip-mnist] [--k 64]
 
 ``--schedules``: Langevin's default ``schedule="utility"`` (an early stop, docs/langevin.md
-§6) against ``"stationary"`` on the same three data sets, in the same process: releases
-per second, their ratio, K, r and test accuracy (beta="auto", lam = 2, eps in {0.1, 1}).
+§6) against ``"stationary"`` on the same three data sets and, for softmax regression, on
+scikit-learn's digits (10 classes), in the same process: releases per second, their ratio,
+K, r and test accuracy (beta="auto", lam = 2, eps in {0.1, 1}).
 
 ``--exact`` instead measures the exact back-end (docs/exact.md), in the same process as IMH:
 
@@ -456,13 +457,38 @@ def schedule_section(args) -> None:
                 rate = k / (time.perf_counter() - t0)
                 s = rel.calibration.sampler
                 res[kind] = (rate, s["steps"], rel.calibration.r, _accuracy(rel.value, xte, yte))
-            (ru, ku, r_u, au), (rs, ks, r_s, as_) = res["utility"], res["stationary"]
-            print(
-                f"  eps={eps:<4g} utility: K {ku}, r {r_u:.4g}, {ru:7.2f} rel/s, acc {au:.4f} | "
-                f"stationary: K {ks}, r {r_s:.4g}, {rs:7.2f} rel/s, acc {as_:.4f} | "
-                f"speed-up {ru / rs:.1f}x"
+            _schedule_row(eps, res)
+    # softmax regression: scikit-learn's digits (10 classes; ships with scikit-learn)
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    xd, yd = load_digits(return_X_y=True)
+    xd = pb.preprocessing.clip_rows(xd / 16.0 / 8.0, 1.0)  # pixels in [0, 16]: a public scale
+    x, xte, y, yte = train_test_split(xd, yd, test_size=0.3, random_state=0, stratify=yd)
+    print(f"digits (softmax, 10 classes): n={x.shape[0]:,} d={x.shape[1]} (test {xte.shape[0]:,})")
+    for eps in (0.1, 1.0):
+        res = {}
+        for kind in ("utility", "stationary"):
+            model = pb.MultinomialLogisticRegression(
+                "auto", 1.0, 10, backend="langevin", schedule=kind
             )
+            t0 = time.perf_counter()
+            rel = pb.sample(model, (x, y.astype(float)), 2.0, eps * k, size=k, rng=2)
+            rate = k / (time.perf_counter() - t0)
+            s = rel.calibration.sampler
+            acc = _multi_accuracy(rel.value, xte, yte)
+            res[kind] = (rate, s["steps"], rel.calibration.r, acc)
+        _schedule_row(eps, res)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+def _schedule_row(eps: float, res: dict) -> None:
+    (ru, ku, r_u, au), (rs, ks, r_s, as_) = res["utility"], res["stationary"]
+    print(
+        f"  eps={eps:<4g} utility: K {ku}, r {r_u:.4g}, {ru:7.2f} rel/s, acc {au:.4f} | "
+        f"stationary: K {ks}, r {r_s:.4g}, {rs:7.2f} rel/s, acc {as_:.4f} | "
+        f"speed-up {ru / rs:.1f}x"
+    )
 
 
 # -- multinomial (softmax) regression ---------------------------------------------------------
