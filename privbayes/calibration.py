@@ -34,6 +34,7 @@ __all__ = [
     "certify_down",
     "check_target",
     "guarded",
+    "GDP_BACKENDS",
     "knob_of",
     "ranks_above",
     "solve_knob",
@@ -168,6 +169,9 @@ def _default_delta(delta, target) -> float:
     return _check_delta(delta)
 
 
+GDP_BACKENDS = ("auto", "exact", "langevin")  # GLM back-ends whose releases carry a GDP bound
+
+
 def ranks_above(cal, other) -> bool:
     """True when ``cal`` spends more than ``other``: a larger knob, or the same knob and a
     larger zCDP rho (a longer run at knob 1)."""
@@ -267,7 +271,8 @@ def calibrate(
             coarse_at=coarse,
         )
         best, dp_eps = found.result[0], found.dp_eps
-        if isinstance(d, int | np.integer) and not isinstance(d, bool):  # GLMs (gdp.md §7)
+        glm = isinstance(d, int | np.integer) and not isinstance(d, bool)
+        if glm and getattr(model, "backend", None) in GDP_BACKENDS:  # docs/gdp.md §7
             from .dp_target import gdp_alternative
             from .gdp_release import release_gdp_bound
 

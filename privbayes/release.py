@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .accounting.default import default_accountant
-from .calibration import coarse_calibration, guarded, knob_of, ranks_above
+from .calibration import GDP_BACKENDS, coarse_calibration, guarded, knob_of, ranks_above
 from .capping import public_entry
 from .charges import (
     Charge,
@@ -109,7 +109,8 @@ def _release(
         )
         model, cal, total, tv = found.result
         dp_eps, label = found.dp_eps, f"(eps={eps:g}, delta={delta:g})"
-        if ledger is None and d is not None:  # GLMs: a proven GDP bound may certify more
+        # GLMs whose releases carry a GDP bound (docs/gdp.md §6): it may certify more
+        if ledger is None and d is not None and _has_gdp_backend(model):
             alt = _gdp_route(calibrate_at, size, eps, delta)
             if alt is not None and ranks_above(alt[0][1], cal):
                 (model, cal, total, tv), dp_eps = alt
@@ -149,6 +150,11 @@ def _release(
         delta=delta,
         dp_eps=dp_eps,
     )
+
+
+def _has_gdp_backend(model) -> bool:
+    """True for back-ends whose releases can carry a GDP bound (the MCMC ones cannot)."""
+    return getattr(model, "backend", None) in GDP_BACKENDS
 
 
 def _gdp_route(calibrate_at, size, eps: float, delta: float):

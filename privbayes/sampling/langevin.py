@@ -370,23 +370,12 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
     knob, achieved = step_down(knob, certified, eps, name)  # the final guard
     r, m = mechanisms.knobs(method, knob)
     sched = rule(r, m)
-    if kind == UTILITY and knob == 1.0:
-        # r = m = 1 leaves nothing to trade: a longer run only lowers the bound's bias
-        # (docs/langevin.md §6), so run as long as the target allows, up to the stationary
-        # rule's K at this knob (a public length: beyond it the bias is < 1/9 of the noise)
-
-        def fits(sampler: dict) -> bool:
-            nonlocal evals
-            evals += 1
-            return float(curve(lam, certificate(sampler, n, r, c, fam))) <= eps
-
-        sched = _longest_run(sched, rule(r, m, STATIONARY), fits)
-        achieved = float(curve(lam, certificate(sched, n, r, c, fam)))
-    elif kind == UTILITY and achieved < eps * (1.0 - 1e-6):
+    if kind == UTILITY and knob < 1.0 and achieved < eps * (1.0 - 1e-6):
         # K(knob) is an integer: where its jump stopped the knob short of eps (by up to 5x
         # at K = 1 -> 2, the first step being charged a quarter), raise the knob at the K
         # found; the certificate at a fixed K is non-decreasing in the knob, and the bound
-        # only improves (same K, larger r or m; docs/langevin.md §6, "Filling")
+        # only improves (same K, larger r or m; docs/langevin.md §6, "Filling"); a fill that
+        # reaches knob 1 is then lengthened like any run at knob 1, below
         steps = int(sched["steps"])
 
         def at_steps(kn: float) -> float:
@@ -415,6 +404,18 @@ def calibrate(model, n: int, lam: float, eps: float, method: str) -> Calibration
             knob, achieved = better, got
             r, m = mechanisms.knobs(method, knob)
             sched = dict(rule(r, m), steps=steps, capped=sched["capped"], filled=True)
+    if kind == UTILITY and knob == 1.0:
+        # r = m = 1 leaves nothing to trade: a longer run only lowers the bound's bias
+        # (docs/langevin.md §6), so run as long as the target allows, up to the stationary
+        # rule's K at this knob (a public length: beyond it the bias is < 1/9 of the noise)
+
+        def fits(sampler: dict) -> bool:
+            nonlocal evals
+            evals += 1
+            return float(curve(lam, certificate(sampler, n, r, c, fam))) <= eps
+
+        sched = _longest_run(sched, rule(r, m, STATIONARY), fits)
+        achieved = float(curve(lam, certificate(sched, n, r, c, fam)))
     return Calibration(method, r, m, lam, achieved, eps, n, None, evals, model, sched)
 
 
