@@ -9,7 +9,9 @@ Adult with beta = 1e-3 asked for eps = 1 at lam = 2 and got a certified 0.13 (r 
 
 :func:`warn_if_capped` issues :class:`privbayes.KnobCappedWarning` when the knob is capped
 and the certified eps is below :data:`FAR_BELOW` (one half) of the target, with the
-certified value, the request and what to change. It reads only the Calibration (public
+certified value, the request and what to change, in the units the target was given in
+(an (eps, delta) target is compared and quoted as (eps, delta), not as the RDP target it
+was converted to). It reads only the Calibration (public
 inputs). It is issued at the public entry points only — :func:`privbayes.calibrate`,
 :func:`privbayes.sample`, :func:`privbayes.release_query` and
 ``PrivateLogisticRegression.fit`` are wrapped by :func:`public_entry` — once per call,
@@ -47,32 +49,75 @@ def _knob(cal) -> tuple[str, float] | None:
 def capped(cal) -> bool:
     """True when ``cal`` (a :class:`privbayes.Calibration`) stopped at its knob's cap with
     a certified eps below FAR_BELOW times the target: a knob method, n > 0, and
-    ``cal.eps < FAR_BELOW * cal.target_eps``. (A knob that is not capped meets the
+    ``cal.eps < FAR_BELOW * cal.target_eps`` (for an (eps, delta) target, ``cal.dp_eps <
+    FAR_BELOW * cal.dp_target``). (A knob that is not capped meets the
     target to within its search's resolution, so the ratio identifies the cap.)"""
     if _knob(cal) is None or not getattr(cal, "n", 0):
         return False
-    target, eps = float(getattr(cal, "target_eps", 0.0)), float(cal.eps)
+    target, eps = _in_user_units(cal)
     # eps = 0 with data: a certificate that underflows (extreme priors), not a cap
     return target > 0 and 0 < eps < FAR_BELOW * target
+
+
+def _in_user_units(cal) -> tuple[float, float]:
+    """(requested, certified) eps in the units the target was given in. For an (eps,
+    delta) target: ``dp_target`` and the eps the release certifies at ``delta`` — its
+    whole curve converted (``cal.epsilon()``, <= ``dp_eps``, which converts the chosen
+    order only: far below it where the search had to settle on an order for a reason
+    other than privacy, e.g. the exact back-end's proposal budget). Else the RDP eps at
+    lam (``target_eps``, ``eps``)."""
+    if getattr(cal, "dp_target", None) is not None and getattr(cal, "dp_eps", None) is not None:
+        certified = float(cal.dp_eps)
+        try:
+            certified = min(certified, float(cal.epsilon(cal.delta)))
+        except (AttributeError, TypeError, ValueError):  # pragma: no cover - not a curve
+            pass
+        return float(cal.dp_target), certified
+    return float(getattr(cal, "target_eps", 0.0)), float(cal.eps)
 
 
 def _message(cal, size: int | None) -> str:
     name, value = _knob(cal)
     model = cal.model
     glm = hasattr(model, "_resolve")
-    ratio = float(cal.eps) / float(cal.target_eps)
+    ratio = float(cal.eps) / float(cal.target_eps)  # RDP: the certificate is linear in 1/beta
     per = f" per draw ({size} draws)" if size and size > 1 else ""
-    head = (
-        f"calibration capped the knob at {name}={value:.6g}: the certified eps is "
-        f"{cal.eps:.4g} at lam={cal.lam:g}{per}, {ratio:.2g} of the requested "
-        f"{cal.target_eps:g}, so the release spends less than asked and more eps buys "
-        "nothing."
-    )
-    spend = f"or ask for eps={cal.eps:.4g} (what this release certifies)"
+    target, certified = _in_user_units(cal)
+    if getattr(cal, "dp_target", None) is not None:  # an (eps, delta) target: say it so
+        unit = f" at delta={cal.delta:g}"
+        asked = f"eps={target:g}{unit}"
+        head = (
+            f"calibration capped the knob at {name}={value:.6g}: the release certifies "
+            f"eps={certified:.4g}{unit}{per}, {certified / target:.2g} of the requested "
+            f"{asked}, so it spends less than asked and more eps buys nothing."
+        )
+    else:
+        unit, asked = f" at lam={cal.lam:g}", f"eps={target:g}"
+        head = (
+            f"calibration capped the knob at {name}={value:.6g}: the certified eps is "
+            f"{certified:.4g}{unit}{per}, {ratio:.2g} of the requested "
+            f"{target:g}, so the release spends less than asked and more eps buys nothing."
+        )
+    spend = f"or ask for eps={certified:.4g}{unit} (what this release certifies)"
+    if value < 1.0 and getattr(cal, "dp_target", None) is not None:
+        exact = getattr(model, "backend", None) == "exact"
+        return head + (
+            f" {name}={value:.6g} is the largest knob the (eps, delta) search found both "
+            "certified and within the back-end's limits at some order"
+            + (
+                " (backend='exact' refuses larger knobs at the orders that would spend the "
+                "target: one draw would exceed its proposal budget)"
+                if exact
+                else " (beyond it each order either certifies less than asked or is refused)"
+            )
+            + "; to use the budget: "
+            + ("backend='langevin' or backend='auto', " if exact else "")
+            + f"a stronger prior, {spend}"
+        )
     if value < 1.0:
         return head + (
             f" {name}={value:.6g} is the largest knob lam={cal.lam:g} certifies (the "
-            f"divergence is infinite beyond it); to reach eps={cal.target_eps:g}: a smaller "
+            f"divergence is infinite beyond it); to reach {asked}: a smaller "
             f"lam (the cap grows as lam falls), a stronger prior, {spend}"
         )
     what = {
@@ -97,16 +142,14 @@ def _message(cal, size: int | None) -> str:
     elif glm:
         beta = float(model.beta)
         rule = getattr(model, "auto_margin_scale", None)
-        smaller = (
-            f"beta={beta * ratio:.3g} instead of {beta:.3g} would about meet eps={cal.target_eps:g}"
-        )
+        smaller = f"beta={beta * ratio:.3g} instead of {beta:.3g} would about meet {asked}"
         if rule is None:
             smaller += "; beta='auto' is the documented public rule, docs/glm.md"
         else:  # beta = c^2 d / (n M^2): a larger M gives a smaller beta
             smaller = (
                 f"beta='auto' chose {beta:.3g} from margin_scale={rule:g}; margin_scale="
                 f"{rule / ratio**0.5:.3g} (beta={beta * ratio:.3g}) would about meet "
-                f"eps={cal.target_eps:g}"
+                f"{asked}"
             )
         fix = (
             f"a smaller beta (the certified eps at {name} = 1 is inversely proportional to "
@@ -130,10 +173,12 @@ def warn_if_capped(cal, *, stacklevel: int = 2, size: int | None = None) -> bool
     if _QUIET.get() or not capped(cal):
         return False
     name, value = _knob(cal)
+    target, certified = _in_user_units(cal)
     warning = KnobCappedWarning(
         _message(cal, size),
-        certified_eps=float(cal.eps),
-        target_eps=float(cal.target_eps),
+        certified_eps=certified,
+        target_eps=target,
+        delta=getattr(cal, "delta", None) if getattr(cal, "dp_target", None) is not None else None,
         method=cal.method,
         knob=name,
         value=value,

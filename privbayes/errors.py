@@ -116,8 +116,10 @@ class KnobCappedWarning(UserWarning):
     less of the budget than requested, and more eps cannot buy more accuracy with this
     prior and method. The message says what to change (a smaller beta or weaker prior,
     ``method="direct"``, a smaller lam, or asking for the certified eps). The certificate is
-    correct. Attributes (public): ``certified_eps``, ``target_eps``, ``method``, ``knob``
-    (its name) and ``value`` (where it stopped). Issued once per public call
+    correct. Attributes (public): ``certified_eps``, ``target_eps`` (for an (eps, delta)
+    target, the eps of (eps, delta)-DP at ``delta``; else the RDP eps at lam), ``delta``
+    (None for an RDP target), ``method``, ``knob`` (its name) and ``value`` (where it
+    stopped). Issued once per public call
     (:func:`privbayes.calibrate`, :func:`privbayes.sample`, ``release_query``,
     ``PrivateLogisticRegression.fit``) by :func:`privbayes.capping.warn_if_capped`."""
 
@@ -130,9 +132,10 @@ class KnobCappedWarning(UserWarning):
         method: str = "",
         knob: str = "",
         value: float = float("nan"),
+        delta: float | None = None,
     ) -> None:
         super().__init__(message)
-        self.certified_eps, self.target_eps = certified_eps, target_eps
+        self.certified_eps, self.target_eps, self.delta = certified_eps, target_eps, delta
         self.method, self.knob, self.value = method, knob, value
 
 

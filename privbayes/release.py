@@ -6,6 +6,8 @@ returned object holds the draw and the certificate only.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .accounting.default import default_accountant
@@ -114,6 +116,8 @@ def _release(
             alt = _gdp_route(calibrate_at, size, eps, delta)
             if alt is not None and ranks_above(alt[0][1], cal):
                 (model, cal, total, tv), dp_eps = alt
+        if size is None:  # one draw: its calibration states the target as calibrate() does
+            cal = dataclasses.replace(cal, delta=delta, dp_eps=dp_eps, dp_target=eps)
     charge = Charge(cal, size, tv, label)
     charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made

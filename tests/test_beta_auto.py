@@ -131,6 +131,52 @@ def test_no_warning_when_not_capped_or_near_the_target():
         pb.calibrate(model, 30162, 2.0, eps_direct / FAR_BELOW * 1.01)
 
 
+def test_an_eps_delta_target_is_judged_and_quoted_as_eps_delta():
+    """An (eps, delta) request is converted to an RDP target inside; the warning compares
+    and quotes what the user asked for, (eps, delta), not that internal target."""
+    model = pb.BayesianLogisticRegression(0.5)
+    with pytest.warns(pb.KnobCappedWarning) as rec:
+        cal = pb.calibrate(model, 1000, eps=5.0, delta=1e-5, d=5)
+    w = rec[0].message
+    assert cal.r == 1.0 and cal.dp_target == 5.0
+    assert (w.certified_eps, w.target_eps, w.delta) == (cal.dp_eps, 5.0, 1e-5)
+    assert f"certifies eps={cal.dp_eps:.4g} at delta=1e-05" in str(w)
+    assert "requested eps=5 at delta=1e-05" in str(w)
+    assert f"{cal.target_eps:g}" not in str(w)  # the internal RDP target is not "requested"
+    assert f"ask for eps={cal.dp_eps:.4g} at delta=1e-05" in str(w)
+    # the suggested beta (from the RDP ratio: linear in 1/beta) certifies more of the
+    # request at r = 1 (about: the back-end and the run's length move with beta)
+    beta = float(str(w).split("beta=")[1].split(" ")[0])
+    more = pb.calibrate(pb.BayesianLogisticRegression(beta), 1000, eps=5.0, delta=1e-5, d=5)
+    assert cal.dp_eps < 0.5 * more.dp_eps and more.dp_eps <= 5.0
+    # judged in (eps, delta) units: half the (eps, delta) target spent means no warning,
+    # although the RDP eps is further below its internal target
+    half = pb.calibrate(model, 1000, eps=cal.dp_eps / 0.6, delta=1e-5, d=5)
+    assert half.eps < FAR_BELOW * half.target_eps and not capped(half)
+    assert capped(cal) and w.certified_eps < FAR_BELOW * w.target_eps
+    with pytest.warns(pb.KnobCappedWarning, match=r"lam=2.*requested 5,") as rec:
+        pb.calibrate(model, 1000, 2.0, 5.0, d=5)  # an RDP target stays in RDP units
+    assert rec[0].message.delta is None
+
+
+def test_an_exact_back_end_held_back_by_its_budget_says_so():
+    """backend="exact" at (1, 1e-5) on a breast-cancer-sized problem: every order that would
+    spend the target asks for a knob whose one draw exceeds the proposal budget, so the
+    search settles at lam ~ 2e4 and a small r. The chosen order's conversion (dp_eps) is
+    then ~1, but the release's whole curve certifies ~0.025: the warning judges by the
+    latter, and names the way out (another back-end)."""
+    model = pb.BayesianLogisticRegression(beta="auto", backend="exact", fit_intercept=True)
+    with pytest.warns(pb.KnobCappedWarning, match="proposal budget") as rec:
+        cal = pb.calibrate(model, 569, eps=1.0, delta=1e-5, d=31)
+    w = rec[0].message
+    assert cal.lam > 1e3 and cal.r < 0.01 and cal.dp_eps > 0.99
+    assert w.certified_eps == cal.epsilon() < 0.05 and w.target_eps == 1.0
+    assert "backend='langevin' or backend='auto'" in str(w)
+    auto = pb.calibrate(pb.BayesianLogisticRegression(beta="auto", fit_intercept=True), 569,
+                        eps=1.0, delta=1e-5, d=31)  # fmt: skip
+    assert auto.r > 10 * cal.r and auto.epsilon() > 0.9  # the way out spends the target
+
+
 @pytest.mark.parametrize(
     "model,method,knob",
     [

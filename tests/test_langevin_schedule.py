@@ -76,6 +76,17 @@ def test_the_estimator_and_auto_carry_the_schedule():
     assert auto.with_backend("langevin").schedule == "stationary"  # auto's candidate
     assert auto.with_backend("exact").schedule is None  # no Langevin there
     assert BayesianLogisticRegression(backend="langevin").schedule == "utility"  # default
+    # a repr shows a non-default schedule, and evaluates back to an equal model
+    stationary = BayesianLogisticRegression(0.01, backend="langevin", schedule="stationary")
+    assert repr(stationary).endswith("schedule='stationary')")
+    assert "schedule" not in repr(BayesianLogisticRegression(0.01, backend="langevin"))
+    for model in (
+        stationary,
+        MultinomialLogisticRegression(0.01, n_classes=3, backend="langevin", schedule="stationary"),
+        pb.BayesianLinearRegression(0.01, backend="langevin", schedule="stationary"),
+    ):
+        again = eval(repr(model), {**vars(pb)})
+        assert again.schedule == "stationary" and repr(again) == repr(model)
 
 
 # -- the rule: its formula, its monotonicity, and the bound it minimises ---------------------

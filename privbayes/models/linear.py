@@ -288,7 +288,7 @@ class BayesianLinearRegression(BallGLM):
         return (
             f"BayesianLinearRegression(beta={self.beta!r}, c={self.c!r}, "
             f"y_bound={self.y_bound!r}, noise_sd={self.noise_sd!r}, radius={self.radius!r}, "
-            f"backend={self.backend!r}{extra})"
+            f"backend={self.backend!r}{extra}{self._schedule_repr()})"
         )
 
     def _rebuild(self, backend: str, beta, radius=None):

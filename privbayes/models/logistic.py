@@ -421,7 +421,17 @@ class BayesianLogisticRegression(Frozen):
         )
 
     def _auto_repr(self) -> str:
-        return f", margin_scale={self.margin_scale!r}" if self.beta == AUTO else ""
+        """The settings a repr shows only when they are not the default: margin_scale
+        (with beta="auto") and Langevin's schedule (when not "utility")."""
+        out = f", margin_scale={self.margin_scale!r}" if self.beta == AUTO else ""
+        return out + self._schedule_repr()
+
+    def _schedule_repr(self) -> str:
+        """", schedule=..." when Langevin's schedule is not the default "utility"."""
+        schedule = getattr(self, "schedule", None)
+        if schedule is not None and schedule != LANGEVIN_SCHEDULES[0]:
+            return f", schedule={schedule!r}"
+        return ""
 
     # -- beta="auto" ------------------------------------------------------------------
     @property

@@ -69,7 +69,7 @@ class BayesianPoissonRegression(BallGLM):
         return (
             f"BayesianPoissonRegression(beta={self.beta!r}, c={self.c!r}, "
             f"max_count={self.max_count}, radius={self.radius!r}, backend={self.backend!r}"
-            f"{extra})"
+            f"{extra}{self._schedule_repr()})"
         )
 
     def _rebuild(self, backend: str, beta, radius=None):
