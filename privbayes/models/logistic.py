@@ -427,7 +427,7 @@ class BayesianLogisticRegression(Frozen):
         return out + self._schedule_repr()
 
     def _schedule_repr(self) -> str:
-        """", schedule=..." when Langevin's schedule is not the default "utility"."""
+        """ ", schedule=..." when Langevin's schedule is not the default "utility"."""
         schedule = getattr(self, "schedule", None)
         if schedule is not None and schedule != LANGEVIN_SCHEDULES[0]:
             return f", schedule={schedule!r}"
