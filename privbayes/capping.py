@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import math
 import warnings
 
 from .errors import KnobCappedWarning
@@ -69,11 +70,22 @@ def _in_user_units(cal) -> tuple[float, float]:
     if getattr(cal, "dp_target", None) is not None and getattr(cal, "dp_eps", None) is not None:
         certified = float(cal.dp_eps)
         try:
-            certified = min(certified, float(cal.epsilon(cal.delta)))
+            # padded up by 1e-6 relative: a Calibration carries no failure allowance (the
+            # exact back-end's tv, ~1e-12), which the release's own conversion includes
+            certified = min(certified, float(cal.epsilon(cal.delta)) * (1 + 1e-6))
         except (AttributeError, TypeError, ValueError):  # pragma: no cover - not a curve
             pass
         return float(cal.dp_target), certified
     return float(getattr(cal, "target_eps", 0.0)), float(cal.eps)
+
+
+def _up4(x: float) -> str:
+    """x with 4 significant digits, rounded up (a certified value is never understated)."""
+    text = f"{x:.4g}"
+    if float(text) >= x or not math.isfinite(x):
+        return text
+    digits = 3 - math.floor(math.log10(abs(x)))
+    return f"{math.ceil(x * 10**digits) / 10**digits:.4g}"
 
 
 def _message(cal, size: int | None) -> str:
@@ -88,17 +100,17 @@ def _message(cal, size: int | None) -> str:
         asked = f"eps={target:g}{unit}"
         head = (
             f"calibration capped the knob at {name}={value:.6g}: the release certifies "
-            f"eps={certified:.4g}{unit}{per}, {certified / target:.2g} of the requested "
+            f"eps={_up4(certified)}{unit}{per}, {certified / target:.2g} of the requested "
             f"{asked}, so it spends less than asked and more eps buys nothing."
         )
     else:
         unit, asked = f" at lam={cal.lam:g}", f"eps={target:g}"
         head = (
             f"calibration capped the knob at {name}={value:.6g}: the certified eps is "
-            f"{certified:.4g}{unit}{per}, {ratio:.2g} of the requested "
+            f"{_up4(certified)}{unit}{per}, {ratio:.2g} of the requested "
             f"{target:g}, so the release spends less than asked and more eps buys nothing."
         )
-    spend = f"or ask for eps={certified:.4g}{unit} (what this release certifies)"
+    spend = f"or ask for eps={_up4(certified)}{unit} (what this release certifies)"
     if value < 1.0 and getattr(cal, "dp_target", None) is not None:
         exact = getattr(model, "backend", None) == "exact"
         return head + (

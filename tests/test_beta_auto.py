@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import privbayes as pb
-from privbayes.capping import FAR_BELOW, capped, quiet, warn_if_capped
+from privbayes.capping import FAR_BELOW, _up4, capped, quiet, warn_if_capped
 
 
 def _rule(n, d, c, m):
@@ -139,11 +139,15 @@ def test_an_eps_delta_target_is_judged_and_quoted_as_eps_delta():
         cal = pb.calibrate(model, 1000, eps=5.0, delta=1e-5, d=5)
     w = rec[0].message
     assert cal.r == 1.0 and cal.dp_target == 5.0
-    assert (w.certified_eps, w.target_eps, w.delta) == (cal.dp_eps, 5.0, 1e-5)
-    assert f"certifies eps={cal.dp_eps:.4g} at delta=1e-05" in str(w)
+    assert (w.target_eps, w.delta) == (5.0, 1e-5)
+    # the release's whole curve at delta (padded 1e-6 up), within its chosen order's dp_eps
+    assert w.certified_eps == min(cal.dp_eps, cal.epsilon() * (1 + 1e-6))
+    assert cal.epsilon() <= w.certified_eps <= cal.dp_eps
+    assert f"certifies eps={_up4(w.certified_eps)} at delta=1e-05" in str(w)
     assert "requested eps=5 at delta=1e-05" in str(w)
     assert f"{cal.target_eps:g}" not in str(w)  # the internal RDP target is not "requested"
-    assert f"ask for eps={cal.dp_eps:.4g} at delta=1e-05" in str(w)
+    assert f"ask for eps={_up4(w.certified_eps)} at delta=1e-05" in str(w)
+    assert float(_up4(w.certified_eps)) >= w.certified_eps  # quoted rounded up
     # the suggested beta (from the RDP ratio: linear in 1/beta) certifies more of the
     # request at r = 1 (about: the back-end and the run's length move with beta)
     beta = float(str(w).split("beta=")[1].split(" ")[0])
@@ -170,7 +174,7 @@ def test_an_exact_back_end_held_back_by_its_budget_says_so():
         cal = pb.calibrate(model, 569, eps=1.0, delta=1e-5, d=31)
     w = rec[0].message
     assert cal.lam > 1e3 and cal.r < 0.01 and cal.dp_eps > 0.99
-    assert w.certified_eps == cal.epsilon() < 0.05 and w.target_eps == 1.0
+    assert w.certified_eps == cal.epsilon() * (1 + 1e-6) < 0.05 and w.target_eps == 1.0
     assert "backend='langevin' or backend='auto'" in str(w)
     auto = pb.calibrate(pb.BayesianLogisticRegression(beta="auto", fit_intercept=True), 569,
                         eps=1.0, delta=1e-5, d=31)  # fmt: skip

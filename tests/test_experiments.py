@@ -378,6 +378,21 @@ def test_langevin_family_certificate_and_noise():
         grad = -(u.T @ (1.0 / (1.0 + np.exp(u @ v)))) / len(y)
         v = (1 - 1e-3) * v - eta_d * grad + 0.1 * rng.standard_normal(3)
     np.testing.assert_allclose(w, v, rtol=1e-10, atol=1e-12)
+    # --momenta: at beta = 0 the heavy-ball run is the product's run at b = 0; at beta > 0
+    # it is the heavy-ball iteration, written out; k(beta) is the bound's step factor
+    plain = F.run(x, y, 7, eta_d, 0.1, 0.0, np.random.default_rng(2))
+    hb0 = F.run_momentum(x, y, 7, eta_d, 0.1, 0.0, np.random.default_rng(2))
+    np.testing.assert_allclose(hb0, plain, rtol=1e-10, atol=1e-12)
+    hb = F.run_momentum(x, y, 7, eta_d, 0.1, 0.8, np.random.default_rng(2))
+    rng, w_, prev = np.random.default_rng(2), np.zeros(3), np.zeros(3)
+    for _ in range(7):
+        p = w_ + 0.8 * (w_ - prev)
+        grad = -(u.T @ (1.0 / (1.0 + np.exp(u @ p)))) / len(y)
+        prev, w_ = w_, p - eta_d * grad + 0.1 * rng.standard_normal(3)
+    np.testing.assert_allclose(hb, w_, rtol=1e-10, atol=1e-12)
+    assert not np.allclose(hb, plain)
+    assert F.k_factor(0.0) == 1.0
+    assert F.k_factor(0.8) == pytest.approx(0.2 * math.sqrt(2.6 / 1.8), rel=1e-12)
 
 
 @pytest.mark.skipif(not ALL_DATA, reason="Abalone/Adult/MNIST files not available (data/README.md)")
