@@ -50,9 +50,10 @@ def _knob(cal) -> tuple[str, float] | None:
 def capped(cal) -> bool:
     """True when ``cal`` (a :class:`privbayes.Calibration`) stopped at its knob's cap with
     a certified eps below FAR_BELOW times the target: a knob method, n > 0, and
-    ``cal.eps < FAR_BELOW * cal.target_eps`` (for an (eps, delta) target, ``cal.dp_eps <
-    FAR_BELOW * cal.dp_target``). (A knob that is not capped meets the
-    target to within its search's resolution, so the ratio identifies the cap.)"""
+    ``cal.eps < FAR_BELOW * cal.target_eps``; for an (eps, delta) target, the eps the
+    release certifies at delta (:func:`_in_user_units`) below ``FAR_BELOW *
+    cal.dp_target``. (A knob that is not capped meets the target to within its search's
+    resolution, so the ratio identifies the cap.)"""
     if _knob(cal) is None or not getattr(cal, "n", 0):
         return False
     target, eps = _in_user_units(cal)
@@ -123,8 +124,12 @@ def _message(cal, size: int | None) -> str:
                 else " (beyond it each order either certifies less than asked or is refused)"
             )
             + "; to use the budget: "
-            + ("backend='langevin' or backend='auto', " if exact else "")
-            + f"a stronger prior, {spend}"
+            + (
+                "backend='langevin' or backend='auto' (no proposal budget), "
+                if exact
+                else "a stronger prior, "
+            )
+            + spend
         )
     if value < 1.0:
         return head + (
