@@ -23,7 +23,6 @@ here, Poisson regression in privbayes.models.poisson.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from fractions import Fraction
 
@@ -34,7 +33,11 @@ from ..calibration import Calibration
 from ..certified import pure_dp_rdp_upper, round_up
 from ..errors import InfeasiblePrivacyError
 from ..glm.linear import LinearGaussian
-from .logistic import BayesianLogisticRegression, _with_rounding_allowance
+from .logistic import (
+    BayesianLogisticRegression,
+    _leave_room_for_allowance,
+    _with_rounding_allowance,
+)
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -416,25 +419,13 @@ class BayesianLinearRegression(BallGLM):
         """As sample() calibrates: for the exact back-end the knob leaves room for the
         plan's rounding allowance (docs/linear_regression.md §5), as docs/exact.md §7 does."""
         self._require_radius()
-        cal = self._calibrate(n, lam, eps, method)
         if self.backend != "exact" or n == 0:
-            return cal
-        target = eps
-        for _ in range(8):
-            plan = self._plan(n, d, cal, size)
-            sampler = {"log_density_error": plan.log_density_error}
-            achieved = float(self.rdp(n, lam, cal.r, cal.m, cal.method, sampler))
-            if achieved <= eps:
-                return dataclasses.replace(cal, eps=achieved, target_eps=eps, sampler=sampler)
-            target -= 1.5 * (achieved - cal.eps) + 1e-15 * eps
-            if not target > 0:
-                break
-            cal = self._calibrate(n, lam, target, method)
-        raise InfeasiblePrivacyError(
+            return self._calibrate(n, lam, eps, method)
+        return _leave_room_for_allowance(
+            self, n, lam, eps, method, lambda cal: self._plan(n, d, cal, size),
             f"the exact back-end's rounding allowance leaves no room at eps={eps!r}; ask for "
             "a larger eps or use backend='langevin'",
-            reachable={"backend": "langevin"},
-        )
+        )  # fmt: skip
 
     def _check_release(self, n: int, d: int, cal: Calibration, size=None) -> float:
         """Public checks before any charge; returns the total variation added to delta

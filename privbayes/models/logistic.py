@@ -183,6 +183,27 @@ def _with_rounding_allowance(curve: np.ndarray, lam: np.ndarray, sampler) -> np.
     return out.reshape(np.shape(curve))
 
 
+def _leave_room_for_allowance(model, n: int, lam, eps: float, method: str, plan_of, refusal):
+    """The exact back-end's calibration at (lam, eps) with room for its plan's rounding
+    allowance (docs/exact.md §7): calibrate, build the plan (``plan_of(cal)``), and while
+    the curve with the plan's ``log_density_error`` exceeds eps, lower the target by 1.5x
+    the overshoot and recalibrate (at most 8 times). Returns the Calibration, its eps the
+    certified value with the allowance and ``sampler`` the allowance; raises
+    InfeasiblePrivacyError(``refusal``) when no target leaves room."""
+    cal = model._calibrate(n, lam, eps, method)
+    target = eps
+    for _ in range(8):
+        sampler = {"log_density_error": plan_of(cal).log_density_error}
+        achieved = float(model.rdp(n, lam, cal.r, cal.m, cal.method, sampler))
+        if achieved <= eps:
+            return dataclasses.replace(cal, eps=achieved, target_eps=eps, sampler=sampler)
+        target -= 1.5 * (achieved - cal.eps) + 1e-15 * eps
+        if not target > 0:
+            break
+        cal = model._calibrate(n, lam, target, method)
+    raise InfeasiblePrivacyError(refusal, reachable={"backend": "langevin"})
+
+
 class BayesianLogisticRegression(Frozen):
     """Gaussian-prior logistic regression, released by posterior sampling.
 
@@ -718,34 +739,26 @@ class BayesianLogisticRegression(Frozen):
         Calibration's curve includes it. Other back-ends: ``_calibrate``. Public inputs only.
         """
         self._require_beta()
-        cal = self._calibrate(n, lam, eps, method)
         if self.backend != "exact" or n == 0:
-            return cal
+            return self._calibrate(n, lam, eps, method)
         from ..sampling import exact
 
         classes = exact.check_family(self.family)
-        target = eps
-        for _ in range(8):
-            plan = exact.exact_plan(
-                n, d, self.beta, self.c_bound, cal.r, cal.m, method=cal.method,
-                radius=self.radius if cal.method == "ops" else None, size=size or 1,
+
+        def plan_of(cal_):
+            return exact.exact_plan(
+                n, d, self.beta, self.c_bound, cal_.r, cal_.m, method=cal_.method,
+                radius=self.radius if cal_.method == "ops" else None, size=size or 1,
                 delta_f=self.delta_f or exact.DELTA_F,
                 max_proposals=self.max_proposals or exact.MAX_PROPOSALS, classes=classes,
             )  # fmt: skip
-            sampler = {"log_density_error": plan.log_density_error}
-            achieved = float(self.rdp(n, lam, cal.r, cal.m, cal.method, sampler))
-            if achieved <= eps:
-                return dataclasses.replace(cal, eps=achieved, target_eps=eps, sampler=sampler)
-            target -= 1.5 * (achieved - cal.eps) + 1e-15 * eps
-            if not target > 0:
-                break
-            cal = self._calibrate(n, lam, target, method)
-        raise InfeasiblePrivacyError(
+
+        return _leave_room_for_allowance(
+            self, n, lam, eps, method, plan_of,
             f"the exact back-end's rounding allowance (docs/exact.md §7) leaves no room at "
             f"eps={eps!r}, lam={float(lam)!r} for n={n}, d={d}; ask for a larger eps or use "
             "backend='langevin'",
-            reachable={"backend": "langevin"},
-        )
+        )  # fmt: skip
 
     def _default_radius(self) -> float:
         """OPS's default R = c / beta: the mode's norm bound for every data set (docs/glm.md)."""
