@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import decimal
 import functools
 import math
 import warnings
@@ -83,10 +84,11 @@ def _in_user_units(cal) -> tuple[float, float]:
 def _up4(x: float) -> str:
     """x with 4 significant digits, rounded up (a certified value is never understated)."""
     text = f"{x:.4g}"
-    if float(text) >= x or not math.isfinite(x):
+    if not math.isfinite(x) or float(text) >= x:
         return text
-    digits = 3 - math.floor(math.log10(abs(x)))
-    return f"{math.ceil(x * 10**digits) / 10**digits:.4g}"
+    exact = decimal.Decimal(x)  # the double's exact value (subnormals included)
+    step = decimal.Decimal(1).scaleb(exact.adjusted() - 3)  # a unit in the 4th digit
+    return f"{float(exact.quantize(step, rounding=decimal.ROUND_CEILING)):.4g}"
 
 
 def _message(cal, size: int | None) -> str:

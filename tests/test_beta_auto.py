@@ -238,3 +238,16 @@ def test_internal_searches_are_quiet_and_the_helper_warns_once():
         assert warn_if_capped(cals[-1], stacklevel=1) is True  # 1: the line calling it
     assert len(rec) == 1 and rec[0].filename == __file__
     assert warn_if_capped(pb.calibrate(model, 30162, 2.0, 0.1)) is False
+
+
+def test_certified_values_are_quoted_rounded_up():
+    """_up4: 4 significant digits, never below the value (subnormals and the largest double
+    included: the numerics extremes reach both)."""
+    rng = np.random.default_rng(3)
+    values = [5e-324, 2.2204461e-316, 0.0740000001, 0.99995, 1.7976931348623157e308]
+    values += list(10.0 ** rng.uniform(-300, 300, 200))
+    for x in values:
+        text = _up4(x)
+        assert float(text) >= x, (x, text)
+        assert len(text.split("e")[0].replace(".", "").lstrip("0")) <= 4
+    assert _up4(0.0740000001) == "0.07401" and _up4(0.125) == "0.125"
