@@ -74,6 +74,10 @@ class Calibration:
         without ``lam``): the delta asked for, the certified eps of (eps, delta)-DP at that
         delta (<= ``dp_target``, the eps asked for) and, in ``lam`` / ``eps``, the order the
         search chose and the RDP eps there (docs/dp_target.md); None for an RDP target.
+    dp_tv : with an (eps, delta) target, the failure allowance that target's conversion
+        included (the exact GLM back-end's delta_f for one draw; 0 otherwise). Kept for
+        reporting only: a Calibration composed into an accountant carries no allowance (a
+        release's :class:`~privbayes.charges.Charge` does).
     """
 
     method: str
@@ -90,6 +94,7 @@ class Calibration:
     delta: float | None = None
     dp_eps: float | None = None
     dp_target: float | None = None
+    dp_tv: float = 0.0
 
     @property
     def guarantee(self) -> str:
@@ -270,7 +275,7 @@ def calibrate(
             name=f"{type(model).__name__}/{method}",
             coarse_at=coarse,
         )
-        best, dp_eps = found.result[0], found.dp_eps
+        (best, tv), dp_eps = found.result, found.dp_eps
         glm = isinstance(d, int | np.integer) and not isinstance(d, bool)
         if glm and getattr(model, "backend", None) in GDP_BACKENDS:  # docs/gdp.md §7
             from .dp_target import gdp_alternative
@@ -283,8 +288,10 @@ def calibrate(
                 delta,
             )
             if alt is not None and ranks_above(alt[0][0], best):
-                best, dp_eps = alt[0][0], alt[1]
-        return dataclasses.replace(best, delta=delta, dp_eps=dp_eps, dp_target=eps)
+                (best, tv), dp_eps = alt
+        return dataclasses.replace(
+            best, delta=delta, dp_eps=dp_eps, dp_target=eps, dp_tv=float(tv or 0.0)
+        )
     return _calibrate_rdp(model, n, lam, eps, method, d)[0]
 
 

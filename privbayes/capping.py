@@ -48,36 +48,52 @@ def _knob(cal) -> tuple[str, float] | None:
     return name, float(cal.m if name == "m" else cal.r)  # OPS's t is stored in r
 
 
-def capped(cal) -> bool:
+def capped(cal, release=None) -> bool:
     """True when ``cal`` (a :class:`privbayes.Calibration`) stopped at its knob's cap with
     a certified eps below FAR_BELOW times the target: a knob method, n > 0, and
-    ``cal.eps < FAR_BELOW * cal.target_eps``; for an (eps, delta) target, the eps the
-    release certifies at delta (:func:`_in_user_units`) below ``FAR_BELOW *
-    cal.dp_target``. (A knob that is not capped meets the target to within its search's
-    resolution, so the ratio identifies the cap.)"""
+    ``cal.eps < FAR_BELOW * cal.target_eps``; for an (eps, delta) target, the eps certified
+    at delta (:func:`_dp_judgement`: of ``release``, the whole call, when given) below
+    ``FAR_BELOW`` times the eps asked for. (A knob that is not capped meets the target to
+    within its search's resolution, so the ratio identifies the cap.)"""
     if _knob(cal) is None or not getattr(cal, "n", 0):
         return False
-    target, eps = _in_user_units(cal)
+    target, eps = _in_user_units(cal, release)
     # eps = 0 with data: a certificate that underflows (extreme priors), not a cap
     return target > 0 and 0 < eps < FAR_BELOW * target
 
 
-def _in_user_units(cal) -> tuple[float, float]:
-    """(requested, certified) eps in the units the target was given in. For an (eps,
-    delta) target: ``dp_target`` and the eps the release certifies at ``delta`` — its
-    whole curve converted (``cal.epsilon()``, <= ``dp_eps``, which converts the chosen
-    order only: far below it where the search had to settle on an order for a reason
-    other than privacy, e.g. the exact back-end's proposal budget). Else the RDP eps at
-    lam (``target_eps``, ``eps``)."""
-    if getattr(cal, "dp_target", None) is not None and getattr(cal, "dp_eps", None) is not None:
-        certified = float(cal.dp_eps)
-        try:
-            # padded up by 1e-6 relative: a Calibration carries no failure allowance (the
-            # exact back-end's tv, ~1e-12), which the release's own conversion includes
-            certified = min(certified, float(cal.epsilon(cal.delta)) * (1 + 1e-6))
-        except (AttributeError, TypeError, ValueError):  # pragma: no cover - not a curve
-            pass
-        return float(cal.dp_target), certified
+def _dp_judgement(cal, release=None) -> tuple[float, float, float] | None:
+    """(eps asked for, eps certified, delta) for an (eps, delta) target; None for an RDP
+    target. The certified eps is the smaller of the chosen order's conversion (``dp_eps``)
+    and the whole curve converted at delta with the failure allowance and every draw
+    included — ``release.epsilon(delta)`` when a release (or a fitted estimator's summary)
+    is at hand, else one draw of ``cal`` with its ``dp_tv`` (a :class:`Charge`). The whole
+    curve can be far below ``dp_eps`` where the order search settled for a reason other
+    than privacy (e.g. the exact back-end's proposal budget)."""
+    src = release if getattr(release, "dp_target", None) is not None else cal
+    target, delta, dp_eps = (getattr(src, k, None) for k in ("dp_target", "delta", "dp_eps"))
+    if target is None or delta is None or dp_eps is None:
+        return None
+    try:
+        if src is release:
+            whole = float(release.epsilon(delta))
+        else:
+            from .charges import Charge
+            from .dp_target import release_epsilon
+
+            tv = float(getattr(cal, "dp_tv", 0.0) or 0.0)
+            whole = float(release_epsilon(Charge(cal, None, tv), delta, cal.lam))
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - not a curve
+        whole = math.inf
+    return float(target), min(float(dp_eps), whole), float(delta)
+
+
+def _in_user_units(cal, release=None) -> tuple[float, float]:
+    """(requested, certified) eps in the units the target was given in: (eps, delta) by
+    :func:`_dp_judgement`, else the RDP eps at lam (``target_eps``, ``eps``)."""
+    judged = _dp_judgement(cal, release)
+    if judged is not None:
+        return judged[0], judged[1]
     return float(getattr(cal, "target_eps", 0.0)), float(cal.eps)
 
 
@@ -91,19 +107,21 @@ def _up4(x: float) -> str:
     return f"{float(exact.quantize(step, rounding=decimal.ROUND_CEILING)):.4g}"
 
 
-def _message(cal, size: int | None) -> str:
+def _message(cal, size: int | None, release=None) -> str:
     name, value = _knob(cal)
     model = cal.model
     glm = hasattr(model, "_resolve")
     ratio = float(cal.eps) / float(cal.target_eps)  # RDP: the certificate is linear in 1/beta
     per = f" per draw ({size} draws)" if size and size > 1 else ""
-    target, certified = _in_user_units(cal)
-    if getattr(cal, "dp_target", None) is not None:  # an (eps, delta) target: say it so
-        unit = f" at delta={cal.delta:g}"
+    target, certified = _in_user_units(cal, release)
+    judged = _dp_judgement(cal, release)
+    if judged is not None:  # an (eps, delta) target: judged and quoted in (eps, delta)
+        unit = f" at delta={judged[2]:g}"
         asked = f"eps={target:g}{unit}"
+        whole = f" for its {size} draws" if size and size > 1 else ""
         head = (
             f"calibration capped the knob at {name}={value:.6g}: the release certifies "
-            f"eps={_up4(certified)}{unit}{per}, {certified / target:.2g} of the requested "
+            f"eps={_up4(certified)}{unit}{whole}, {certified / target:.2g} of the requested "
             f"{asked}, so it spends less than asked and more eps buys nothing."
         )
     else:
@@ -114,7 +132,7 @@ def _message(cal, size: int | None) -> str:
             f"{target:g}, so the release spends less than asked and more eps buys nothing."
         )
     spend = f"or ask for eps={_up4(certified)}{unit} (what this release certifies)"
-    if value < 1.0 and getattr(cal, "dp_target", None) is not None:
+    if value < 1.0 and judged is not None:
         exact = getattr(model, "backend", None) == "exact"
         return head + (
             f" {name}={value:.6g} is the largest knob the (eps, delta) search found both "
@@ -184,20 +202,23 @@ def _message(cal, size: int | None) -> str:
     return head + f" {what}; to use the budget: {fix}"
 
 
-def warn_if_capped(cal, *, stacklevel: int = 2, size: int | None = None) -> bool:
-    """Issue :class:`privbayes.KnobCappedWarning` if :func:`capped` (cal); return whether it
-    did. ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of this
-    function (2: the caller's caller). ``size``: the release's number of draws, for the
-    message (``cal`` is per draw). Silent inside :func:`quiet` and nested public entries."""
-    if _QUIET.get() or not capped(cal):
+def warn_if_capped(cal, *, stacklevel: int = 2, size: int | None = None, release=None) -> bool:
+    """Issue :class:`privbayes.KnobCappedWarning` if :func:`capped` (cal, release); return
+    whether it did. ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of
+    this function (2: the caller's caller). ``size``: the release's number of draws, for the
+    message (``cal`` is per draw). ``release``: the release (or a fitted estimator's
+    summary) ``cal`` belongs to, whose whole call an (eps, delta) target is judged by.
+    Silent inside :func:`quiet` and nested public entries."""
+    if _QUIET.get() or not capped(cal, release):
         return False
     name, value = _knob(cal)
-    target, certified = _in_user_units(cal)
+    target, certified = _in_user_units(cal, release)
+    judged = _dp_judgement(cal, release)
     warning = KnobCappedWarning(
-        _message(cal, size),
+        _message(cal, size, release),
         certified_eps=certified,
         target_eps=target,
-        delta=getattr(cal, "delta", None) if getattr(cal, "dp_target", None) is not None else None,
+        delta=None if judged is None else judged[2],
         method=cal.method,
         knob=name,
         value=value,
@@ -217,14 +238,39 @@ def quiet():
         _QUIET.reset(token)
 
 
+class _FittedRelease:
+    """A fitted estimator's release, as :func:`_dp_judgement` reads it: the (eps, delta)
+    asked for (the estimator's ``eps`` and ``delta``) and what ``privacy_`` reports (its
+    ``dp_eps``, ``n_samples`` draws of ``calibration_``, the allowance ``tv``)."""
+
+    def __init__(self, estimator, cal) -> None:
+        privacy = getattr(estimator, "privacy_", None) or {}
+        self.cal, self.delta = cal, privacy.get("delta")
+        self.dp_eps = privacy.get("dp_eps")
+        self.dp_target = getattr(estimator, "eps", None) if self.delta is not None else None
+        self.size, self.tv = privacy.get("n_samples"), float(privacy.get("tv") or 0.0)
+
+    def epsilon(self, delta: float) -> float:
+        from .charges import Charge
+        from .dp_target import release_epsilon
+
+        charge = Charge(self.cal, self.size, self.tv)
+        return release_epsilon(charge, delta, self.cal.lam, (self.delta, self.dp_eps))
+
+
 def _calibration_of(result):
+    """(Calibration, number of draws, the release it belongs to) of a public entry's
+    result: a Calibration, a release (its ``calibration``) or a fitted estimator (its
+    ``calibration_``)."""
     if is_calibration(result):
-        return result, None
-    for attr in ("calibration", "calibration_"):
-        cal = getattr(result, attr, None)
-        if is_calibration(cal):
-            return cal, getattr(result, "size", None) or getattr(result, "n_samples", None)
-    return None, None
+        return result, None, None
+    cal = getattr(result, "calibration", None)
+    if is_calibration(cal):
+        return cal, getattr(result, "size", None), result
+    cal = getattr(result, "calibration_", None)
+    if is_calibration(cal):
+        return cal, getattr(result, "n_samples", None), _FittedRelease(result, cal)
+    return None, None, None
 
 
 def public_entry(func):
@@ -242,9 +288,9 @@ def public_entry(func):
             result = func(*args, **kwargs)
         finally:
             _QUIET.reset(token)
-        cal, size = _calibration_of(result)
+        cal, size, release = _calibration_of(result)
         if cal is not None:
-            warn_if_capped(cal, stacklevel=2, size=size)
+            warn_if_capped(cal, stacklevel=2, size=size, release=release)
         return result
 
     return wrapper

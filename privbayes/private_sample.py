@@ -69,6 +69,7 @@ class PrivateSample:
         whole release, ``size`` draws and ``tv`` included; <= the eps asked for); ``lam``
         and ``eps`` are then the order the search chose and the RDP eps there. None for an
         RDP target. :meth:`epsilon` converts at any delta.
+    dp_target : the eps of the (eps, delta) target asked for (None for an RDP target).
     relation : the neighbour relation of the certificate, "replace-one" (n public) for
         every privbayes release (a class constant; docs/accounting.md §9).
 
@@ -92,6 +93,7 @@ class PrivateSample:
     posterior: Any = field(default=None, repr=False)
     delta: float | None = None
     dp_eps: float | None = None
+    dp_target: float | None = field(default=None, repr=False)
     relation: ClassVar[str] = REPLACE_ONE
 
     def epsilon(self, delta: float | None = None) -> float:

@@ -117,7 +117,9 @@ def _release(
             if alt is not None and ranks_above(alt[0][1], cal):
                 (model, cal, total, tv), dp_eps = alt
         if size is None:  # one draw: its calibration states the target as calibrate() does
-            cal = dataclasses.replace(cal, delta=delta, dp_eps=dp_eps, dp_target=eps)
+            cal = dataclasses.replace(
+                cal, delta=delta, dp_eps=dp_eps, dp_target=eps, dp_tv=float(tv or 0.0)
+            )
     charge = Charge(cal, size, tv, label)
     charge_id = None
     if ledger is not None:  # charge first: a release that cannot be charged is not made
@@ -153,6 +155,7 @@ def _release(
         tv,
         delta=delta,
         dp_eps=dp_eps,
+        dp_target=None if delta is None else eps,
     )
 
 

@@ -87,6 +87,17 @@ def test_the_estimator_and_auto_carry_the_schedule():
     ):
         again = eval(repr(model), {**vars(pb)})
         assert again.schedule == "stationary" and repr(again) == repr(model)
+    # every option that shapes the run is shown, and an intercept evaluates back
+    for model in (
+        BayesianLogisticRegression(0.01, backend="langevin", max_steps=100, step_scale=0.3),
+        BayesianLogisticRegression(0.01, fit_intercept=True, intercept_scaling=0.25),
+        MultinomialLogisticRegression(0.01, n_classes=3, fit_intercept=True, delta_f=1e-9),
+        pb.BayesianPoissonRegression(0.01, max_count=5, radius=3.0, max_steps=50),
+    ):
+        again = eval(repr(model), {**vars(pb)})
+        assert repr(again) == repr(model)
+        for name in ("max_steps", "step_scale", "delta_f", "fit_intercept", "intercept_scaling"):
+            assert getattr(again, name) == getattr(model, name), (model, name)
 
 
 # -- the rule: its formula, its monotonicity, and the bound it minimises ---------------------

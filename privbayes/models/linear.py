@@ -285,13 +285,13 @@ class BayesianLinearRegression(BallGLM):
         )  # fmt: skip
 
     def __repr__(self) -> str:
-        extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
+        extra = self._intercept_repr()
         if self.noise_sd is None:
             extra = f", noise_prior={self.noise_prior!r}" + extra
         return (
             f"BayesianLinearRegression(beta={self.beta!r}, c={self.c!r}, "
             f"y_bound={self.y_bound!r}, noise_sd={self.noise_sd!r}, radius={self.radius!r}, "
-            f"backend={self.backend!r}{extra}{self._schedule_repr()})"
+            f"backend={self.backend!r}{extra}{self._options_repr()})"
         )
 
     def _rebuild(self, backend: str, beta, radius=None):

@@ -435,24 +435,32 @@ class BayesianLogisticRegression(Frozen):
         self._freeze()
 
     def __repr__(self) -> str:
-        extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
             f"BayesianLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
-            f"radius={self.radius!r}, backend={self.backend!r}{extra}{self._auto_repr()})"
+            f"radius={self.radius!r}, backend={self.backend!r}{self._intercept_repr()}"
+            f"{self._auto_repr()})"
         )
 
-    def _auto_repr(self) -> str:
-        """The settings a repr shows only when they are not the default: margin_scale
-        (with beta="auto") and Langevin's schedule (when not "utility")."""
-        out = f", margin_scale={self.margin_scale!r}" if self.beta == AUTO else ""
-        return out + self._schedule_repr()
+    def _intercept_repr(self) -> str:
+        if not self.fit_intercept:
+            return ""
+        return f", fit_intercept=True, intercept_scaling={self.intercept_scaling!r}"
 
-    def _schedule_repr(self) -> str:
-        """ ", schedule=..." when Langevin's schedule is not the default "utility"."""
-        schedule = getattr(self, "schedule", None)
-        if schedule is not None and schedule != LANGEVIN_SCHEDULES[0]:
-            return f", schedule={schedule!r}"
-        return ""
+    def _auto_repr(self) -> str:
+        """The settings a repr shows only when given: margin_scale (with beta="auto") and
+        the back-end options (:meth:`_options_repr`)."""
+        out = f", margin_scale={self.margin_scale!r}" if self.beta == AUTO else ""
+        return out + self._options_repr()
+
+    def _options_repr(self) -> str:
+        """ ", k=v" for every back-end option given that applies to this back-end (Langevin's
+        schedule, max_steps and step_scale, the exact back-end's delta_f, ...), so that the
+        repr evaluates back to a model that runs the same algorithm."""
+        return "".join(
+            f", {k}={self._options[k]!r}"
+            for k, backends in OPTION_BACKENDS.items()
+            if k in self._options and self.backend in backends
+        )
 
     # -- beta="auto" ------------------------------------------------------------------
     @property

@@ -110,11 +110,10 @@ class MultinomialLogisticRegression(BayesianLogisticRegression):
         return math.sqrt(2.0) * self.c / self.beta
 
     def __repr__(self) -> str:
-        extra = f", intercept_scaling={self.intercept_scaling!r}" if self.fit_intercept else ""
         return (
             f"MultinomialLogisticRegression(beta={self.beta!r}, c={self.c!r}, "
-            f"n_classes={self.n_classes}, radius={self.radius!r}, backend={self.backend!r}{extra}"
-            f"{self._auto_repr()})"
+            f"n_classes={self.n_classes}, radius={self.radius!r}, backend={self.backend!r}"
+            f"{self._intercept_repr()}{self._auto_repr()})"
         )
 
     def _init_extra(self) -> dict:

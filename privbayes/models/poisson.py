@@ -63,13 +63,10 @@ class BayesianPoissonRegression(BallGLM):
         family.rate_bound(self._c_cert())  # c R > 700 refused here
 
     def __repr__(self) -> str:
-        extra = ""
-        if self.fit_intercept:
-            extra = f", fit_intercept=True, intercept_scaling={self.intercept_scaling!r}"
         return (
             f"BayesianPoissonRegression(beta={self.beta!r}, c={self.c!r}, "
             f"max_count={self.max_count}, radius={self.radius!r}, backend={self.backend!r}"
-            f"{extra}{self._schedule_repr()})"
+            f"{self._intercept_repr()}{self._options_repr()})"
         )
 
     def _rebuild(self, backend: str, beta, radius=None):
