@@ -66,8 +66,8 @@ def _dp_judgement(cal, release=None) -> tuple[float, float, float] | None:
     """(eps asked for, eps certified, delta) for an (eps, delta) target; None for an RDP
     target. The certified eps is the smaller of the chosen order's conversion (``dp_eps``)
     and the whole curve converted at delta with the failure allowance and every draw
-    included — ``release.epsilon(delta)`` when a release (or a fitted estimator's summary)
-    is at hand, else one draw of ``cal`` with its ``dp_tv`` (a :class:`Charge`). The whole
+    included — ``release.epsilon(delta)`` when a release (a fitted estimator's included)
+    is at hand, else one draw of ``cal`` with its failure allowance ``dp_tv``. The whole
     curve can be far below ``dp_eps`` where the order search settled for a reason other
     than privacy (e.g. the exact back-end's proposal budget)."""
     src = release if getattr(release, "dp_target", None) is not None else cal
@@ -77,12 +77,14 @@ def _dp_judgement(cal, release=None) -> tuple[float, float, float] | None:
     try:
         if src is release:
             whole = float(release.epsilon(delta))
-        else:
-            from .charges import Charge
-            from .dp_target import release_epsilon
-
+        else:  # one draw; its failure allowance tv: (e0 + log(1/(1 - tv)), delta)-DP
+            # when the never-failing draw is (e0, delta - tv)-DP (docs/accounting.md §8)
             tv = float(getattr(cal, "dp_tv", 0.0) or 0.0)
-            whole = float(release_epsilon(Charge(cal, None, tv), delta, cal.lam))
+            if tv > 0:
+                below = math.nextafter(float(delta) - tv, 0.0)  # <= the exact delta - tv
+                whole = math.nextafter(float(cal.epsilon(below)) - math.log1p(-tv), math.inf)
+            else:
+                whole = float(cal.epsilon(delta))
     except (AttributeError, TypeError, ValueError):  # pragma: no cover - not a curve
         whole = math.inf
     return float(target), min(float(dp_eps), whole), float(delta)
@@ -206,8 +208,8 @@ def warn_if_capped(cal, *, stacklevel: int = 2, size: int | None = None, release
     """Issue :class:`privbayes.KnobCappedWarning` if :func:`capped` (cal, release); return
     whether it did. ``stacklevel`` as for :func:`warnings.warn`, counted from the caller of
     this function (2: the caller's caller). ``size``: the release's number of draws, for the
-    message (``cal`` is per draw). ``release``: the release (or a fitted estimator's
-    summary) ``cal`` belongs to, whose whole call an (eps, delta) target is judged by.
+    message (``cal`` is per draw). ``release``: the release ``cal`` belongs to, whose
+    whole call an (eps, delta) target is judged by.
     Silent inside :func:`quiet` and nested public entries."""
     if _QUIET.get() or not capped(cal, release):
         return False
@@ -238,26 +240,6 @@ def quiet():
         _QUIET.reset(token)
 
 
-class _FittedRelease:
-    """A fitted estimator's release, as :func:`_dp_judgement` reads it: the (eps, delta)
-    asked for (the estimator's ``eps`` and ``delta``) and what ``privacy_`` reports (its
-    ``dp_eps``, ``n_samples`` draws of ``calibration_``, the allowance ``tv``)."""
-
-    def __init__(self, estimator, cal) -> None:
-        privacy = getattr(estimator, "privacy_", None) or {}
-        self.cal, self.delta = cal, privacy.get("delta")
-        self.dp_eps = privacy.get("dp_eps")
-        self.dp_target = getattr(estimator, "eps", None) if self.delta is not None else None
-        self.size, self.tv = privacy.get("n_samples"), float(privacy.get("tv") or 0.0)
-
-    def epsilon(self, delta: float) -> float:
-        from .charges import Charge
-        from .dp_target import release_epsilon
-
-        charge = Charge(self.cal, self.size, self.tv)
-        return release_epsilon(charge, delta, self.cal.lam, (self.delta, self.dp_eps))
-
-
 def _calibration_of(result):
     """(Calibration, number of draws, the release it belongs to) of a public entry's
     result: a Calibration, a release (its ``calibration``) or a fitted estimator (its
@@ -268,8 +250,9 @@ def _calibration_of(result):
     if is_calibration(cal):
         return cal, getattr(result, "size", None), result
     cal = getattr(result, "calibration_", None)
-    if is_calibration(cal):
-        return cal, getattr(result, "n_samples", None), _FittedRelease(result, cal)
+    if is_calibration(cal):  # a fitted estimator: the release its fit made, if it kept it
+        release = getattr(result, "_release", None)
+        return cal, getattr(result, "n_samples", None), release
     return None, None, None
 
 

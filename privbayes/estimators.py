@@ -340,6 +340,7 @@ class PrivateLogisticRegression(ClassifierMixin, BaseEstimator):
             self.coef_ = np.ascontiguousarray(w[:d].T)
             self.intercept_ = w[d].copy() if self.fit_intercept else np.zeros(n_classes)
         self.calibration_ = release.calibration
+        self._release = release  # for the knob-cap warning's (eps, delta) judgement only
         self.beta_ = float(release.calibration.model.beta)  # beta="auto": resolved from n, d
         self.privacy_ = {
             "method": self.method,
