@@ -107,6 +107,7 @@ def test_release_carries_no_statistic_and_no_posterior():
         "posterior",  # None here; method="noise-aware": the posterior given the noisy statistic
         "delta",  # None here; an (eps, delta) target's delta
         "dp_eps",  # and the certified eps at it (public: a function of the calibration)
+        "dp_target",  # and the eps asked for (public: the request)
     }
     assert rel.posterior is None
     assert rel.guarantee == "exact" and rel.tv == 0.0
